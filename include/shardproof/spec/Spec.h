@@ -1,0 +1,121 @@
+// The YAML spec: which reference model, which rank models, which symbols and
+// constraints, and how every reference input/output relates to the ranks.
+// See docs/spec-format.md for the user-facing contract.
+#pragma once
+
+#include "shardproof/support/Error.h"
+#include "smt/Expr.h"
+
+#include <llvm/Support/Error.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardproof::spec {
+
+/// Resolves an identifier in an integer expression to a symbol; returns an
+/// invalid Expr for unknown names (the parser then reports "unknown symbol").
+struct SymbolTable {
+  std::vector<std::string> names;
+  std::optional<smt::Expr> lookup(const std::string &name) const;
+};
+
+/// A relation expression: `h@0`, `h@*`, `concat(h@*, axis=1)`, `sum(p@*)`,
+/// `slice(E, axis=0, start=0, end=vocab)`, `pad(E, axis=K, before=I, after=I)`,
+/// `transpose(E, perm=[1,0])`, `reshape(E, shape=[a, b])`.
+struct RelExpr {
+  enum class Kind { Tensor, Call };
+  Kind kind = Kind::Tensor;
+  SrcLoc loc;
+  // Tensor: a rank tensor NAME@RANK. `NAME@*` is expanded by the parser into
+  // one argument per rank (0..world_size-1) of the enclosing call.
+  std::string name;
+  int rank = 0;
+  // Call:
+  std::string fn; // concat | sum | slice | pad | transpose | reshape
+  std::vector<RelExpr> args;
+  struct KwArg {
+    std::string key;
+    std::vector<smt::Expr> values; // one value, or a list for perm/shape
+    bool isList = false;
+    SrcLoc loc;
+  };
+  std::vector<KwArg> kwargs;
+  const KwArg *kwarg(const std::string &k) const {
+    for (auto &a : kwargs)
+      if (a.key == k)
+        return &a;
+    return nullptr;
+  }
+  std::string str() const; // canonical rendering
+};
+
+/// How a reference input or output is distributed over the ranks.
+struct Placement {
+  enum class Kind {
+    Replicated, // every rank holds the whole tensor
+    Partial,    // the tensor is the sum of the ranks' tensors
+    Shard,      // concatenation of the ranks' tensors along `axis`
+    Relation,   // an explicit relation expression
+  };
+  enum class Split { Unspecified, Even, Chunk, TensorSplit, Sizes };
+  Kind kind = Kind::Replicated;
+  int axis = 0;
+  Split split = Split::Unspecified;
+  std::vector<smt::Expr> sizes;  // Split::Sizes: one per rank
+  std::string as;                // name on the ranks (default: same name); may hold "{r}"
+  std::optional<RelExpr> relation;
+  SrcLoc loc;
+};
+
+struct SymbolSpec {
+  std::string name;
+  std::optional<int64_t> min, max, value;
+  SrcLoc loc;
+};
+
+struct Constraint {
+  smt::Expr expr; // boolean
+  std::string text;
+  SrcLoc loc;
+};
+
+struct Spec {
+  std::string path; // the spec file
+  std::string dir;  // its directory; model paths are relative to it
+  int version = 1;
+  std::string reference; // resolved path
+  SrcLoc referenceLoc;
+  int worldSize = 0;
+  std::vector<std::string> rankPaths; // resolved, one per rank
+  SrcLoc ranksLoc;
+  std::vector<SymbolSpec> symbols;
+  std::vector<Constraint> constraints;
+  std::vector<std::pair<std::string, Placement>> inputs;
+  std::vector<std::pair<std::string, Placement>> outputs;
+
+  SymbolTable symbolTable() const;
+  /// Name of `refName` on rank r (applies `as:` and "{r}").
+  static std::string rankName(const std::string &refName, const Placement &p, int r);
+};
+
+/// Parses and validates a spec file. Errors carry file:line:col.
+llvm::Expected<Spec> loadSpec(const std::string &path);
+/// Same from text (tests); `path` is used for messages and relative paths.
+llvm::Expected<Spec> parseSpec(const std::string &text, const std::string &path);
+
+/// Parses an integer expression: numbers, symbols, + - * // %, unary -, parens,
+/// ceildiv(a,b), min(a,b), max(a,b). `loc` is where the text starts (for errors).
+llvm::Expected<smt::Expr> parseIntExpr(const std::string &text, const SymbolTable &syms,
+                                       const SrcLoc &loc = {});
+/// Parses a boolean constraint: comparisons (== != < <= > >=) of integer
+/// expressions joined by `and`/`&&`, `or`/`||`, `not`/`!`.
+llvm::Expected<smt::Expr> parseConstraint(const std::string &text, const SymbolTable &syms,
+                                          const SrcLoc &loc = {});
+/// Parses a relation expression; `worldSize` expands `NAME@*`.
+llvm::Expected<RelExpr> parseRelation(const std::string &text, int worldSize,
+                                      const SymbolTable &syms, const SrcLoc &loc = {});
+
+} // namespace shardproof::spec

@@ -1,0 +1,440 @@
+#include "smt/Expr.h"
+#include "smt/Context.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <set>
+#include <sstream>
+
+namespace shardproof::smt {
+namespace detail {
+
+static void onZ3Error(Z3_context c, Z3_error_code e) {
+  // Builders are called with well-sorted arguments; a Z3 error here is a bug in shardproof.
+  std::fprintf(stderr, "shardproof: internal error: Z3: %s\n", Z3_get_error_msg(c, e));
+  std::exit(4);
+}
+
+Z3_context ctx() {
+  static Z3_context c = [] {
+    Z3_config cfg = Z3_mk_config();
+    Z3_set_param_value(cfg, "model", "true");
+    Z3_context c = Z3_mk_context_rc(cfg);
+    Z3_del_config(cfg);
+    Z3_set_error_handler(c, onZ3Error);
+    return c;
+  }();
+  return c;
+}
+Z3_sort intSort() {
+  static Z3_sort s = [] { Z3_sort s = Z3_mk_int_sort(ctx()); Z3_inc_ref(ctx(), Z3_sort_to_ast(ctx(), s)); return s; }();
+  return s;
+}
+Z3_sort boolSort() {
+  static Z3_sort s = [] { Z3_sort s = Z3_mk_bool_sort(ctx()); Z3_inc_ref(ctx(), Z3_sort_to_ast(ctx(), s)); return s; }();
+  return s;
+}
+} // namespace detail
+
+using detail::ctx;
+
+Expr::Expr(_Z3_ast *a) : ast_(a) {
+  if (ast_)
+    Z3_inc_ref(ctx(), ast_);
+}
+Expr Expr::fromRaw(_Z3_ast *a) { return Expr(a); }
+Expr::Expr(const Expr &o) : ast_(o.ast_) {
+  if (ast_)
+    Z3_inc_ref(ctx(), ast_);
+}
+Expr &Expr::operator=(const Expr &o) {
+  if (o.ast_)
+    Z3_inc_ref(ctx(), o.ast_);
+  if (ast_)
+    Z3_dec_ref(ctx(), ast_);
+  ast_ = o.ast_;
+  return *this;
+}
+Expr &Expr::operator=(Expr &&o) noexcept {
+  if (this != &o) {
+    if (ast_)
+      Z3_dec_ref(ctx(), ast_);
+    ast_ = o.ast_;
+    o.ast_ = nullptr;
+  }
+  return *this;
+}
+Expr::~Expr() {
+  if (ast_)
+    Z3_dec_ref(ctx(), ast_);
+}
+
+Expr Expr::intConst(int64_t v) { return Expr(Z3_mk_int64(ctx(), v, detail::intSort())); }
+Expr Expr::intVar(const std::string &name) {
+  return Expr(Z3_mk_const(ctx(), Z3_mk_string_symbol(ctx(), name.c_str()), detail::intSort()));
+}
+Expr Expr::boolConst(bool b) { return Expr(b ? Z3_mk_true(ctx()) : Z3_mk_false(ctx())); }
+Expr Expr::boolVar(const std::string &name) {
+  return Expr(Z3_mk_const(ctx(), Z3_mk_string_symbol(ctx(), name.c_str()), detail::boolSort()));
+}
+
+bool Expr::isInt() const {
+  return ast_ && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), ast_)) == Z3_INT_SORT;
+}
+bool Expr::isBool() const {
+  return ast_ && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), ast_)) == Z3_BOOL_SORT;
+}
+
+std::optional<int64_t> Expr::asInt() const {
+  if (!ast_ || Z3_get_ast_kind(ctx(), ast_) != Z3_NUMERAL_AST)
+    return std::nullopt;
+  int64_t v;
+  if (Z3_get_numeral_int64(ctx(), ast_, &v))
+    return v;
+  return std::nullopt;
+}
+
+static Z3_decl_kind declKind(Z3_ast a) {
+  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
+    return Z3_OP_UNINTERPRETED;
+  return Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a)));
+}
+
+std::optional<bool> Expr::asBool() const {
+  if (!ast_)
+    return std::nullopt;
+  switch (declKind(ast_)) {
+  case Z3_OP_TRUE: return true;
+  case Z3_OP_FALSE: return false;
+  default: return std::nullopt;
+  }
+}
+
+static bool isNamedConst(Z3_ast a) {
+  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
+    return false;
+  Z3_app app = Z3_to_app(ctx(), a);
+  return Z3_get_app_num_args(ctx(), app) == 0 &&
+         Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), app)) == Z3_OP_UNINTERPRETED;
+}
+
+static std::string constName(Z3_ast a) {
+  Z3_func_decl d = Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a));
+  return Z3_get_symbol_string(ctx(), Z3_get_decl_name(ctx(), d));
+}
+
+std::optional<std::string> Expr::asVar() const {
+  if (!ast_ || !isNamedConst(ast_))
+    return std::nullopt;
+  return constName(ast_);
+}
+
+unsigned Expr::id() const { return ast_ ? Z3_get_ast_id(ctx(), ast_) : 0; }
+
+static void collectVars(Z3_ast a, std::set<std::string> &out, std::set<unsigned> &seen) {
+  if (!seen.insert(Z3_get_ast_id(ctx(), a)).second)
+    return;
+  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
+    return;
+  if (isNamedConst(a)) {
+    out.insert(constName(a));
+    return;
+  }
+  Z3_app app = Z3_to_app(ctx(), a);
+  for (unsigned i = 0, n = Z3_get_app_num_args(ctx(), app); i < n; ++i)
+    collectVars(Z3_get_app_arg(ctx(), app, i), out, seen);
+}
+
+std::vector<std::string> Expr::vars() const {
+  std::set<std::string> out;
+  std::set<unsigned> seen;
+  if (ast_)
+    collectVars(ast_, out, seen);
+  return {out.begin(), out.end()};
+}
+
+bool Expr::mentions(const std::string &var) const {
+  auto vs = vars();
+  return std::find(vs.begin(), vs.end(), var) != vs.end();
+}
+
+Expr Expr::simplify() const {
+  if (!ast_)
+    return *this;
+  return Expr(Z3_simplify(ctx(), ast_));
+}
+
+Expr Expr::substitute(const std::vector<Expr> &from, const std::vector<Expr> &to) const {
+  if (!ast_ || from.empty())
+    return *this;
+  std::vector<Z3_ast> f, t;
+  for (size_t i = 0; i < from.size() && i < to.size(); ++i) {
+    if (!from[i].isValid() || !to[i].isValid())
+      return Expr();
+    f.push_back(from[i].raw());
+    t.push_back(to[i].raw());
+  }
+  return Expr(Z3_substitute(ctx(), ast_, static_cast<unsigned>(f.size()), f.data(), t.data()));
+}
+
+static std::vector<Z3_ast> argsOf(Z3_ast a) {
+  std::vector<Z3_ast> out;
+  Z3_app app = Z3_to_app(ctx(), a);
+  for (unsigned i = 0, n = Z3_get_app_num_args(ctx(), app); i < n; ++i)
+    out.push_back(Z3_get_app_arg(ctx(), app, i));
+  return out;
+}
+
+std::optional<std::pair<int64_t, Expr>> Expr::affineIn(const std::string &var) const {
+  if (!ast_)
+    return std::nullopt;
+  Expr s = simplify();
+  auto term = [&](Z3_ast t, int64_t &coef) -> int { // 1: var term, 0: free of var, -1: other
+    Expr e(t);
+    if (!e.mentions(var))
+      return 0;
+    if (auto n = e.asVar(); n && *n == var) {
+      coef = 1;
+      return 1;
+    }
+    if (declKind(t) == Z3_OP_MUL) {
+      auto as = argsOf(t);
+      if (as.size() == 2) {
+        auto c = Expr(as[0]).asInt();
+        auto v = Expr(as[1]).asVar();
+        if (c && v && *v == var) {
+          coef = *c;
+          return 1;
+        }
+      }
+    }
+    return -1;
+  };
+  int64_t coef = 0;
+  if (declKind(s.raw()) == Z3_OP_ADD) {
+    int64_t total = 0;
+    Expr rest = Expr::intConst(0);
+    for (Z3_ast t : argsOf(s.raw())) {
+      int64_t c = 0;
+      int k = term(t, c);
+      if (k < 0)
+        return std::nullopt;
+      if (k == 1)
+        total += c;
+      else
+        rest = rest + Expr(t);
+    }
+    return std::make_pair(total, rest.simplify());
+  }
+  int k = term(s.raw(), coef);
+  if (k < 0)
+    return std::nullopt;
+  if (k == 0)
+    return std::make_pair<int64_t, Expr>(0, Expr(s));
+  return std::make_pair<int64_t, Expr>(std::move(coef), Expr::intConst(0));
+}
+
+// --- Builders with constant folding -------------------------------------------
+
+static bool bothValid(const Expr &a, const Expr &b) { return a.isValid() && b.isValid(); }
+
+static int64_t floorDivI(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0)))
+    --q;
+  return q;
+}
+static int64_t floorModI(int64_t a, int64_t b) { return a - floorDivI(a, b) * b; }
+
+Expr operator+(const Expr &a, const Expr &b) {
+  if (!bothValid(a, b))
+    return Expr();
+  auto x = a.asInt(), y = b.asInt();
+  if (x && y)
+    return Expr::intConst(*x + *y);
+  if (x && *x == 0)
+    return b;
+  if (y && *y == 0)
+    return a;
+  Z3_ast args[2] = {a.raw(), b.raw()};
+  return Expr::fromRaw(Z3_mk_add(ctx(), 2, args));
+}
+Expr operator-(const Expr &a, const Expr &b) {
+  if (!bothValid(a, b))
+    return Expr();
+  auto x = a.asInt(), y = b.asInt();
+  if (x && y)
+    return Expr::intConst(*x - *y);
+  if (y && *y == 0)
+    return a;
+  if (a.same(b))
+    return Expr::intConst(0);
+  Z3_ast args[2] = {a.raw(), b.raw()};
+  return Expr::fromRaw(Z3_mk_sub(ctx(), 2, args));
+}
+Expr operator-(const Expr &a) { return Expr::intConst(0) - a; }
+Expr operator*(const Expr &a, const Expr &b) {
+  if (!bothValid(a, b))
+    return Expr();
+  auto x = a.asInt(), y = b.asInt();
+  if (x && y)
+    return Expr::intConst(*x * *y);
+  if ((x && *x == 0) || (y && *y == 0))
+    return Expr::intConst(0);
+  if (x && *x == 1)
+    return b;
+  if (y && *y == 1)
+    return a;
+  Z3_ast args[2] = {a.raw(), b.raw()};
+  return Expr::fromRaw(Z3_mk_mul(ctx(), 2, args));
+}
+Expr floorDiv(const Expr &a, const Expr &b) {
+  if (!bothValid(a, b))
+    return Expr();
+  auto x = a.asInt(), y = b.asInt();
+  if (y && *y == 0)
+    return Expr(); // division by zero is a bug in the caller's obligations
+  if (x && y)
+    return Expr::intConst(floorDivI(*x, *y));
+  if (y && *y == 1)
+    return a;
+  // Z3's div is Euclidean; it agrees with floor division for positive divisors.
+  return Expr::fromRaw(Z3_mk_div(ctx(), a.raw(), b.raw()));
+}
+Expr mod(const Expr &a, const Expr &b) {
+  if (!bothValid(a, b))
+    return Expr();
+  auto x = a.asInt(), y = b.asInt();
+  if (y && *y == 0)
+    return Expr();
+  if (x && y)
+    return Expr::intConst(floorModI(*x, *y));
+  if (y && *y == 1)
+    return Expr::intConst(0);
+  return Expr::fromRaw(Z3_mk_mod(ctx(), a.raw(), b.raw()));
+}
+Expr ceilDiv(const Expr &a, const Expr &b) { return floorDiv(a + b - Expr::intConst(1), b); }
+Expr min(const Expr &a, const Expr &b) {
+  if (!bothValid(a, b))
+    return Expr();
+  auto x = a.asInt(), y = b.asInt();
+  if (x && y)
+    return Expr::intConst(std::min(*x, *y));
+  if (a.same(b))
+    return a;
+  return ite(a <= b, a, b);
+}
+Expr max(const Expr &a, const Expr &b) {
+  if (!bothValid(a, b))
+    return Expr();
+  auto x = a.asInt(), y = b.asInt();
+  if (x && y)
+    return Expr::intConst(std::max(*x, *y));
+  if (a.same(b))
+    return a;
+  return ite(a >= b, a, b);
+}
+Expr operator+(const Expr &a, int64_t b) { return a + Expr::intConst(b); }
+Expr operator-(const Expr &a, int64_t b) { return a - Expr::intConst(b); }
+Expr operator*(const Expr &a, int64_t b) { return a * Expr::intConst(b); }
+
+template <typename F, typename Mk>
+static Expr compare(const Expr &a, const Expr &b, F fold, Mk mk) {
+  if (!bothValid(a, b))
+    return Expr();
+  auto x = a.asInt(), y = b.asInt();
+  if (x && y)
+    return Expr::boolConst(fold(*x, *y));
+  return Expr::fromRaw(mk(ctx(), a.raw(), b.raw()));
+}
+
+Expr operator==(const Expr &a, const Expr &b) {
+  if (bothValid(a, b) && a.same(b))
+    return Expr::boolConst(true);
+  if (bothValid(a, b) && a.isBool()) {
+    auto x = a.asBool(), y = b.asBool();
+    if (x && y)
+      return Expr::boolConst(*x == *y);
+  }
+  return compare(a, b, [](int64_t x, int64_t y) { return x == y; }, Z3_mk_eq);
+}
+Expr operator!=(const Expr &a, const Expr &b) { return !(a == b); }
+Expr operator<(const Expr &a, const Expr &b) {
+  if (bothValid(a, b) && a.same(b))
+    return Expr::boolConst(false);
+  return compare(a, b, [](int64_t x, int64_t y) { return x < y; }, Z3_mk_lt);
+}
+Expr operator<=(const Expr &a, const Expr &b) {
+  if (bothValid(a, b) && a.same(b))
+    return Expr::boolConst(true);
+  return compare(a, b, [](int64_t x, int64_t y) { return x <= y; }, Z3_mk_le);
+}
+Expr operator>(const Expr &a, const Expr &b) { return b < a; }
+Expr operator>=(const Expr &a, const Expr &b) { return b <= a; }
+
+Expr operator&&(const Expr &a, const Expr &b) {
+  if (!bothValid(a, b))
+    return Expr();
+  auto x = a.asBool(), y = b.asBool();
+  if ((x && !*x) || (y && !*y))
+    return Expr::boolConst(false);
+  if (x)
+    return b;
+  if (y)
+    return a;
+  if (a.same(b))
+    return a;
+  Z3_ast args[2] = {a.raw(), b.raw()};
+  return Expr::fromRaw(Z3_mk_and(ctx(), 2, args));
+}
+Expr operator||(const Expr &a, const Expr &b) {
+  if (!bothValid(a, b))
+    return Expr();
+  auto x = a.asBool(), y = b.asBool();
+  if ((x && *x) || (y && *y))
+    return Expr::boolConst(true);
+  if (x)
+    return b;
+  if (y)
+    return a;
+  if (a.same(b))
+    return a;
+  Z3_ast args[2] = {a.raw(), b.raw()};
+  return Expr::fromRaw(Z3_mk_or(ctx(), 2, args));
+}
+Expr operator!(const Expr &a) {
+  if (!a.isValid())
+    return Expr();
+  if (auto x = a.asBool())
+    return Expr::boolConst(!*x);
+  if (declKind(a.raw()) == Z3_OP_NOT)
+    return Expr::fromRaw(argsOf(a.raw())[0]);
+  return Expr::fromRaw(Z3_mk_not(ctx(), a.raw()));
+}
+Expr implies(const Expr &a, const Expr &b) { return !a || b; }
+Expr ite(const Expr &c, const Expr &t, const Expr &e) {
+  if (!c.isValid() || !bothValid(t, e))
+    return Expr();
+  if (auto x = c.asBool())
+    return *x ? t : e;
+  if (t.same(e))
+    return t;
+  return Expr::fromRaw(Z3_mk_ite(ctx(), c.raw(), t.raw(), e.raw()));
+}
+Expr conj(const std::vector<Expr> &xs) {
+  Expr r = Expr::boolConst(true);
+  for (auto &x : xs)
+    r = r && x;
+  return r;
+}
+Expr disj(const std::vector<Expr> &xs) {
+  Expr r = Expr::boolConst(false);
+  for (auto &x : xs)
+    r = r || x;
+  return r;
+}
+Expr inRange(const Expr &x, const Expr &lo, const Expr &hi) { return lo <= x && x < hi; }
+
+} // namespace shardproof::smt

@@ -1,0 +1,106 @@
+// smt::Expr: a small value type for integer and boolean expressions over named
+// symbols. It is the only handle the rest of shardproof has on Z3: this header
+// forward-declares the Z3 types, so z3.h is included by smt/*.cpp alone.
+//
+// Builders fold constants before reaching Z3, so shape arithmetic on concrete
+// dims never costs a solver call. A default-constructed Expr is "invalid" and
+// propagates through builders; a query on it ends as Result::Error.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct _Z3_ast;
+
+namespace shardproof::smt {
+
+class Expr {
+public:
+  Expr() = default;
+  Expr(const Expr &o);
+  Expr(Expr &&o) noexcept : ast_(o.ast_) { o.ast_ = nullptr; }
+  Expr &operator=(const Expr &o);
+  Expr &operator=(Expr &&o) noexcept;
+  ~Expr();
+
+  // --- Construction ---------------------------------------------------------
+  static Expr intConst(int64_t v);
+  static Expr intVar(const std::string &name);
+  static Expr boolConst(bool b);
+  static Expr boolVar(const std::string &name);
+
+  bool isValid() const { return ast_ != nullptr; }
+  bool isInt() const;
+  bool isBool() const;
+
+  // --- Inspection -----------------------------------------------------------
+  /// The integer value if this is a numeral.
+  std::optional<int64_t> asInt() const;
+  /// The boolean value if this is `true` or `false`.
+  std::optional<bool> asBool() const;
+  /// The name if this is a named constant (a symbol or index variable).
+  std::optional<std::string> asVar() const;
+  /// Structural identity: equal ids mean the same (hash-consed) AST.
+  unsigned id() const;
+  bool same(const Expr &o) const { return ast_ == o.ast_; }
+  /// Names of the named constants occurring in this expression.
+  std::vector<std::string> vars() const;
+  bool mentions(const std::string &var) const;
+
+  /// If this is `a*var + rest` with `a` a numeral and `rest` free of `var`,
+  /// returns {a, rest}. Works on the simplified form.
+  std::optional<std::pair<int64_t, Expr>> affineIn(const std::string &var) const;
+
+  // --- Transformation -------------------------------------------------------
+  Expr simplify() const;
+  /// Replaces named constants `from[i]` by `to[i]` simultaneously.
+  Expr substitute(const std::vector<Expr> &from, const std::vector<Expr> &to) const;
+
+  /// Infix rendering for reports: `seq // 2 + 1`, `(i < 8) && (j >= 0)`.
+  std::string str() const;
+  /// SMT-LIB rendering for dumps.
+  std::string smtlib() const;
+
+  _Z3_ast *raw() const { return ast_; }
+  static Expr fromRaw(_Z3_ast *a); // takes a new reference
+
+private:
+  explicit Expr(_Z3_ast *a); // takes a new reference
+  _Z3_ast *ast_ = nullptr;
+};
+
+// --- Integer arithmetic (integers are unbounded; division is floor division,
+// the only one our sizes need since divisors are positive) --------------------
+Expr operator+(const Expr &a, const Expr &b);
+Expr operator-(const Expr &a, const Expr &b);
+Expr operator-(const Expr &a);
+Expr operator*(const Expr &a, const Expr &b);
+Expr floorDiv(const Expr &a, const Expr &b);
+Expr mod(const Expr &a, const Expr &b);
+Expr ceilDiv(const Expr &a, const Expr &b);
+Expr min(const Expr &a, const Expr &b);
+Expr max(const Expr &a, const Expr &b);
+Expr operator+(const Expr &a, int64_t b);
+Expr operator-(const Expr &a, int64_t b);
+Expr operator*(const Expr &a, int64_t b);
+
+// --- Comparisons and logic --------------------------------------------------
+Expr operator==(const Expr &a, const Expr &b);
+Expr operator!=(const Expr &a, const Expr &b);
+Expr operator<(const Expr &a, const Expr &b);
+Expr operator<=(const Expr &a, const Expr &b);
+Expr operator>(const Expr &a, const Expr &b);
+Expr operator>=(const Expr &a, const Expr &b);
+Expr operator&&(const Expr &a, const Expr &b);
+Expr operator||(const Expr &a, const Expr &b);
+Expr operator!(const Expr &a);
+Expr implies(const Expr &a, const Expr &b);
+Expr ite(const Expr &c, const Expr &t, const Expr &e);
+Expr conj(const std::vector<Expr> &xs);
+Expr disj(const std::vector<Expr> &xs);
+/// lo <= x < hi
+Expr inRange(const Expr &x, const Expr &lo, const Expr &hi);
+
+} // namespace shardproof::smt

@@ -1,0 +1,156 @@
+// Infix rendering of smt::Expr for reports, and SMT-LIB rendering for dumps.
+#include "smt/Context.h"
+#include "smt/Expr.h"
+
+#include <string>
+#include <vector>
+
+namespace shardproof::smt {
+using detail::ctx;
+
+namespace {
+
+// Precedence: higher binds tighter.
+enum Prec { POr = 1, PAnd, PNot, PCmp, PAdd, PMul, PUnary, PAtom };
+
+struct Printer {
+  std::string out;
+
+  std::vector<Z3_ast> args(Z3_ast a) {
+    std::vector<Z3_ast> v;
+    Z3_app app = Z3_to_app(ctx(), a);
+    for (unsigned i = 0, n = Z3_get_app_num_args(ctx(), app); i < n; ++i)
+      v.push_back(Z3_get_app_arg(ctx(), app, i));
+    return v;
+  }
+
+  // Renders `a` and returns its precedence; wraps in parens when below `min`.
+  void emit(Z3_ast a, int min) {
+    std::string s;
+    int p = render(a, s);
+    if (p < min)
+      out += "(" + s + ")";
+    else
+      out += s;
+  }
+
+  std::string sub(Z3_ast a, int min) {
+    Printer p;
+    p.emit(a, min);
+    return p.out;
+  }
+
+  static std::optional<int64_t> negCoef(Z3_ast a, Z3_ast &rest) {
+    // Matches (* -c x) so that a + (* -1 x) prints as a - x.
+    if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
+      return std::nullopt;
+    Z3_app app = Z3_to_app(ctx(), a);
+    if (Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), app)) != Z3_OP_MUL ||
+        Z3_get_app_num_args(ctx(), app) != 2)
+      return std::nullopt;
+    Z3_ast c = Z3_get_app_arg(ctx(), app, 0);
+    int64_t v;
+    if (Z3_get_ast_kind(ctx(), c) != Z3_NUMERAL_AST || !Z3_get_numeral_int64(ctx(), c, &v) || v >= 0)
+      return std::nullopt;
+    rest = Z3_get_app_arg(ctx(), app, 1);
+    return -v;
+  }
+
+  int render(Z3_ast a, std::string &s) {
+    switch (Z3_get_ast_kind(ctx(), a)) {
+    case Z3_NUMERAL_AST: {
+      s = Z3_get_numeral_string(ctx(), a);
+      return s[0] == '-' ? PUnary : PAtom;
+    }
+    case Z3_APP_AST: break;
+    default: s = Z3_ast_to_string(ctx(), a); return PAtom;
+    }
+    Z3_app app = Z3_to_app(ctx(), a);
+    Z3_func_decl d = Z3_get_app_decl(ctx(), app);
+    auto as = args(a);
+    auto bin = [&](const char *op, int p, bool assoc) {
+      for (size_t i = 0; i < as.size(); ++i) {
+        if (i)
+          s += op;
+        s += sub(as[i], assoc || i == 0 ? p : p + 1);
+      }
+      return p;
+    };
+    switch (Z3_get_decl_kind(ctx(), d)) {
+    case Z3_OP_TRUE: s = "true"; return PAtom;
+    case Z3_OP_FALSE: s = "false"; return PAtom;
+    case Z3_OP_ADD: {
+      for (size_t i = 0; i < as.size(); ++i) {
+        Z3_ast rest;
+        if (i) {
+          if (auto c = negCoef(as[i], rest)) {
+            s += " - ";
+            if (*c != 1)
+              s += std::to_string(*c) + "*";
+            s += sub(rest, *c != 1 ? PMul + 1 : PMul);
+            continue;
+          }
+          s += " + ";
+        }
+        s += sub(as[i], PAdd);
+      }
+      return PAdd;
+    }
+    case Z3_OP_SUB: return bin(" - ", PAdd, false);
+    case Z3_OP_MUL: {
+      Z3_ast rest;
+      if (as.size() == 2)
+        if (auto c = negCoef(a, rest); c && *c == 1) {
+          s = "-" + sub(rest, PUnary);
+          return PUnary;
+        }
+      return bin("*", PMul, true);
+    }
+    case Z3_OP_UMINUS: s = "-" + sub(as[0], PUnary); return PUnary;
+    case Z3_OP_IDIV: case Z3_OP_DIV: return bin(" // ", PMul, false);
+    case Z3_OP_MOD: case Z3_OP_REM: return bin(" % ", PMul, false);
+    case Z3_OP_LE: return bin(" <= ", PCmp, false);
+    case Z3_OP_GE: return bin(" >= ", PCmp, false);
+    case Z3_OP_LT: return bin(" < ", PCmp, false);
+    case Z3_OP_GT: return bin(" > ", PCmp, false);
+    case Z3_OP_EQ: return bin(" == ", PCmp, false);
+    case Z3_OP_DISTINCT: return bin(" != ", PCmp, false);
+    case Z3_OP_AND: return bin(" && ", PAnd, true);
+    case Z3_OP_OR: return bin(" || ", POr, true);
+    case Z3_OP_IMPLIES: return bin(" => ", POr, false);
+    case Z3_OP_NOT: s = "!" + sub(as[0], PNot + 1); return PNot;
+    case Z3_OP_ITE:
+      s = "ite(" + sub(as[0], 0) + ", " + sub(as[1], 0) + ", " + sub(as[2], 0) + ")";
+      return PAtom;
+    default: break;
+    }
+    if (as.empty()) {
+      s = Z3_get_symbol_string(ctx(), Z3_get_decl_name(ctx(), d));
+      return PAtom;
+    }
+    s = Z3_get_symbol_string(ctx(), Z3_get_decl_name(ctx(), d));
+    s += "(";
+    for (size_t i = 0; i < as.size(); ++i)
+      s += (i ? ", " : "") + sub(as[i], 0);
+    s += ")";
+    return PAtom;
+  }
+};
+
+} // namespace
+
+std::string Expr::str() const {
+  if (!isValid())
+    return "<invalid>";
+  Printer p;
+  p.emit(raw(), 0);
+  return p.out;
+}
+
+std::string Expr::smtlib() const {
+  if (!isValid())
+    return "<invalid>";
+  return Z3_ast_to_string(ctx(), raw());
+}
+
+} // namespace shardproof::smt

@@ -1,0 +1,212 @@
+#include "smt/Solver.h"
+#include "smt/Context.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace shardproof::smt {
+using detail::ctx;
+
+const char *toString(Result r) {
+  switch (r) {
+  case Result::Unsat: return "unsat";
+  case Result::Sat: return "sat";
+  case Result::Unknown: return "unknown";
+  case Result::Error: return "error";
+  }
+  return "error";
+}
+
+std::optional<int64_t> Model::get(const std::string &name) const {
+  for (auto &[n, v] : values)
+    if (n == name)
+      return v;
+  return std::nullopt;
+}
+
+std::string Model::str() const {
+  std::string s;
+  for (auto &[n, v] : values) {
+    if (!s.empty())
+      s += ", ";
+    s += n + "=" + std::to_string(v);
+  }
+  return s;
+}
+
+Solver::Solver(unsigned timeoutMs) : timeoutMs_(timeoutMs) {}
+Solver::~Solver() = default;
+
+void Solver::assume(const Expr &fact) { assumptions_.push_back(fact); }
+
+unsigned Solver::totalQueries() const {
+  unsigned n = 0;
+  for (auto &[_, s] : stats_)
+    n += s.sat + s.unsat + s.unknown + s.error;
+  return n;
+}
+
+static Model extractModel(Z3_context c, Z3_model m) {
+  Model out;
+  for (unsigned i = 0, n = Z3_model_get_num_consts(c, m); i < n; ++i) {
+    Z3_func_decl d = Z3_model_get_const_decl(c, m, i);
+    // Only named integer constants: skips Z3's internal div0/mod0 functions.
+    if (Z3_get_arity(c, d) != 0 || Z3_get_sort_kind(c, Z3_get_range(c, d)) != Z3_INT_SORT)
+      continue;
+    Z3_ast v = Z3_model_get_const_interp(c, m, d);
+    int64_t x;
+    if (v && Z3_get_numeral_int64(c, v, &x))
+      out.values.push_back({Z3_get_symbol_string(c, Z3_get_decl_name(c, d)), x});
+  }
+  std::sort(out.values.begin(), out.values.end());
+  return out;
+}
+
+void Solver::dump(const std::string &name, const Expr &formula) {
+  if (dumpDir_.empty())
+    return;
+  std::error_code ec;
+  std::filesystem::create_directories(dumpDir_, ec);
+  std::string safe;
+  for (char ch : name)
+    safe += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_') ? ch : '_';
+  std::ostringstream path;
+  path << dumpDir_ << "/" << (++dumpCounter_) << "-" << safe << ".smt2";
+  std::ofstream f(path.str());
+  f << "; query: " << name << "\n";
+  std::set<std::string> vars;
+  for (auto &a : assumptions_)
+    for (auto &v : a.vars())
+      vars.insert(v);
+  for (auto &v : formula.vars())
+    vars.insert(v);
+  for (auto &v : vars)
+    f << "(declare-const |" << v << "| Int)\n";
+  for (auto &a : assumptions_)
+    f << "(assert " << a.smtlib() << ")\n";
+  f << "(assert " << formula.smtlib() << ")\n(check-sat)\n(get-model)\n";
+}
+
+CheckResult Solver::run(const std::string &name, const Expr &formula) {
+  CheckResult r;
+  auto &st = stats_[name];
+  if (!formula.isValid()) {
+    r.result = Result::Error;
+    r.reason = "invalid expression (an undefined operation such as division by zero)";
+    ++st.error;
+    return r;
+  }
+  for (auto &a : assumptions_)
+    if (!a.isValid()) {
+      r.result = Result::Error;
+      r.reason = "invalid assumption";
+      ++st.error;
+      return r;
+    }
+  dump(name, formula);
+  auto t0 = std::chrono::steady_clock::now();
+  Z3_context c = ctx();
+  Z3_solver s = Z3_mk_solver(c);
+  Z3_solver_inc_ref(c, s);
+  Z3_params p = Z3_mk_params(c);
+  Z3_params_inc_ref(c, p);
+  Z3_params_set_uint(c, p, Z3_mk_string_symbol(c, "timeout"), timeoutMs_);
+  Z3_solver_set_params(c, s, p);
+  for (auto &a : assumptions_)
+    Z3_solver_assert(c, s, a.raw());
+  Z3_solver_assert(c, s, formula.raw());
+  Z3_lbool res = Z3_solver_check(c, s);
+  if (res == Z3_L_FALSE) {
+    r.result = Result::Unsat;
+    ++st.unsat;
+  } else if (res == Z3_L_TRUE) {
+    r.result = Result::Sat;
+    Z3_model m = Z3_solver_get_model(c, s);
+    Z3_model_inc_ref(c, m);
+    r.model = extractModel(c, m);
+    Z3_model_dec_ref(c, m);
+    ++st.sat;
+  } else {
+    r.result = Result::Unknown;
+    r.reason = Z3_solver_get_reason_unknown(c, s);
+    if (r.reason == "canceled" || r.reason == "timeout")
+      r.reason = "solver timeout after " + std::to_string(timeoutMs_) + " ms";
+    ++st.unknown;
+  }
+  Z3_params_dec_ref(c, p);
+  Z3_solver_dec_ref(c, s);
+  st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+CheckResult Solver::check(const std::string &name, const Expr &formula) {
+  if (auto b = formula.asBool(); b && !*b) {
+    ++stats_[name].trivial;
+    return {Result::Unsat, {}, ""};
+  }
+  return run(name, formula);
+}
+
+Proof Solver::prove(const std::string &name, const Expr &goal) {
+  Proof p;
+  if (auto b = goal.asBool(); b && *b) {
+    ++stats_[name].trivial;
+    p.status = Proof::Proved;
+    return p;
+  }
+  CheckResult r = run(name, !goal);
+  switch (r.result) {
+  case Result::Unsat: p.status = Proof::Proved; break;
+  case Result::Sat:
+    p.status = Proof::Refuted;
+    p.counterexample = r.model;
+    break;
+  default:
+    p.status = Proof::Unknown;
+    p.reason = r.reason;
+    break;
+  }
+  return p;
+}
+
+Model Solver::shrink(const std::string &name, const Expr &formula, const Model &start,
+                     const std::vector<std::string> &vars) {
+  // Greedy lexicographic minimisation: for each variable, find by bisection the
+  // smallest value that keeps `formula` satisfiable, then pin it.
+  Model best = start;
+  Expr pinned = formula;
+  for (const auto &v : vars) {
+    auto cur = best.get(v);
+    if (!cur)
+      continue;
+    Expr var = Expr::intVar(v);
+    int64_t hi = *cur;
+    int64_t lo = std::min<int64_t>(hi, 0);
+    // Lower end: the smallest value we bother trying; sizes are rarely negative.
+    unsigned budget = 24;
+    while (lo < hi && budget--) {
+      int64_t mid = lo + (hi - lo) / 2;
+      CheckResult r = run(name + ".shrink", pinned && var <= Expr::intConst(mid));
+      if (r.result == Result::Sat) {
+        best = r.model;
+        hi = *best.get(v);
+      } else if (r.result == Result::Unsat) {
+        lo = mid + 1;
+      } else {
+        break;
+      }
+    }
+    pinned = pinned && var == Expr::intConst(hi);
+  }
+  // One final model with every variable pinned, so the values are consistent.
+  CheckResult r = run(name + ".shrink", pinned);
+  if (r.result == Result::Sat)
+    return r.model;
+  return best;
+}
+
+} // namespace shardproof::smt
