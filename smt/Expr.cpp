@@ -236,6 +236,41 @@ std::optional<std::pair<int64_t, Expr>> Expr::affineIn(const std::string &var) c
   return std::make_pair<int64_t, Expr>(std::move(coef), Expr::intConst(0));
 }
 
+std::optional<std::tuple<Expr::Cmp, Expr, Expr>> Expr::asCmp() const {
+  if (!ast_ || Z3_get_ast_kind(ctx(), ast_) != Z3_APP_AST)
+    return std::nullopt;
+  Cmp k;
+  switch (declKind(ast_)) {
+  case Z3_OP_LT: k = Cmp::LT; break;
+  case Z3_OP_LE: k = Cmp::LE; break;
+  case Z3_OP_GT: k = Cmp::GT; break;
+  case Z3_OP_GE: k = Cmp::GE; break;
+  case Z3_OP_EQ: k = Cmp::EQ; break;
+  default: return std::nullopt;
+  }
+  auto as = argsOf(ast_);
+  if (as.size() != 2 || !Expr(as[0]).isInt())
+    return std::nullopt;
+  return std::make_tuple(k, Expr(as[0]), Expr(as[1]));
+}
+
+std::optional<Expr> Expr::asNot() const {
+  if (!ast_ || declKind(ast_) != Z3_OP_NOT)
+    return std::nullopt;
+  return Expr(argsOf(ast_)[0]);
+}
+
+std::vector<Expr> Expr::conjuncts() const {
+  if (!ast_)
+    return {};
+  if (declKind(ast_) != Z3_OP_AND)
+    return {*this};
+  std::vector<Expr> out;
+  for (Z3_ast a : argsOf(ast_))
+    out.push_back(Expr(a));
+  return out;
+}
+
 // --- Builders with constant folding -------------------------------------------
 
 static bool bothValid(const Expr &a, const Expr &b) { return a.isValid() && b.isValid(); }

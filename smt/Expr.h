@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 struct _Z3_ast;
@@ -48,6 +49,14 @@ public:
   /// Names of the named constants occurring in this expression.
   std::vector<std::string> vars() const;
   bool mentions(const std::string &var) const;
+
+  enum class Cmp { LT, LE, GT, GE, EQ };
+  /// If this is a comparison `a OP b` of integers, its parts.
+  std::optional<std::tuple<Cmp, Expr, Expr>> asCmp() const;
+  /// If this is `!x`, x.
+  std::optional<Expr> asNot() const;
+  /// If this is a conjunction, its conjuncts.
+  std::vector<Expr> conjuncts() const;
 
   /// If this is `a*var + rest` with `a` a numeral and `rest` free of `var`,
   /// returns {a, rest}. Works on the simplified form.

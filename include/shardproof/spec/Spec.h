@@ -15,10 +15,15 @@
 
 namespace shardproof::spec {
 
-/// Resolves an identifier in an integer expression to a symbol; returns an
-/// invalid Expr for unknown names (the parser then reports "unknown symbol").
+/// Resolves an identifier in an integer expression to a symbol; returns
+/// nullopt for unknown names (the parser then reports "unknown symbol" and
+/// suggests the closest of `names`).
 struct SymbolTable {
   std::vector<std::string> names;
+  /// Accept every identifier as a symbol. loadSpec parses constraints, sizes
+  /// and relations with this set, since they may name dim_params that appear
+  /// only in the ONNX files; the checker validates the names afterwards.
+  bool allowAny = false;
   std::optional<smt::Expr> lookup(const std::string &name) const;
 };
 

@@ -1,0 +1,103 @@
+// The op table: each ONNX operator is defined once, by
+//  - `infer`: output shapes (symbolic) plus the obligations the op implies
+//    (broadcast compatibility, matching inner dims, element counts), and, for
+//    shape arithmetic, the symbolic integer values of small outputs;
+//  - `element`: its index map, the Term for output element [idx...] built from
+//    reads of input elements.
+// Adding an op means writing those two functions and one table row.
+#pragma once
+
+#include "shardproof/ir/Graph.h"
+#include "shardproof/ir/Term.h"
+
+#include <llvm/Support/Error.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardproof::ir {
+
+/// A condition that must hold at every admissible size for the op to be well
+/// defined (otherwise the graph fails at run time, or computes something else).
+struct Obligation {
+  std::string what; // "inner dims of MatMul agree"
+  smt::Expr cond;
+};
+
+/// A small integer tensor known symbolically (shape arithmetic: Shape -> Gather
+/// -> Concat -> Reshape). Values are smt::Expr so `seq // 2` flows through.
+struct IntTensor {
+  std::vector<int64_t> dims; // concrete shape of the integer tensor itself
+  std::vector<smt::Expr> vals;
+  size_t size() const { return vals.size(); }
+};
+
+/// What an op knows about its inputs.
+struct OpInputs {
+  const Node &node;
+  std::vector<std::optional<Shape>> shapes;      // nullopt: omitted optional input
+  std::vector<DType> dtypes;
+  std::vector<std::optional<IntTensor>> values;  // known integer values
+  std::vector<std::shared_ptr<const TensorData>> data; // constant data, if any
+  int worldSize = 1; // for collectives
+  bool has(unsigned i) const { return i < shapes.size() && shapes[i].has_value(); }
+};
+
+struct OpResult {
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  std::vector<Obligation> obligations;
+  std::vector<std::optional<IntTensor>> values; // per output, if computable
+  /// Free-form state the element map needs (e.g. normalised axes), computed once.
+  std::vector<int64_t> aux;
+  std::vector<smt::Expr> auxExprs;
+};
+
+/// Reads element `idx` of input `input`, with the caller at binder depth `level`.
+using ReadFn = std::function<Term(unsigned input, const IndexVec &idx, int level)>;
+
+enum class OpClass {
+  Compute,    // arithmetic on elements
+  View,       // output elements are input elements at remapped indices
+  Collective, // reads other ranks' tensors; element map built by the relation layer
+  ShapeOnly,  // produces only integer shape data (Shape, Size); no element map needed
+};
+
+struct OpDef {
+  const char *domain; // "" for ONNX, "com.microsoft", "shardproof"
+  const char *type;
+  OpClass cls;
+  llvm::Expected<OpResult> (*infer)(const OpInputs &in);
+  /// Element of output `slot` at `idx` (binder depth `level`); null for collectives.
+  Term (*element)(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx,
+                  const ReadFn &read, int level);
+};
+
+/// Finds the definition of an op; "ai.onnx" and "" are the same domain.
+const OpDef *lookupOp(const std::string &domain, const std::string &type);
+/// All supported ops (for docs and --list-ops).
+std::vector<const OpDef *> allOps();
+
+// --- helpers shared by op implementations ----------------------------------
+/// Normalises a possibly negative axis; error naming the node if out of range.
+llvm::Expected<int64_t> normAxis(const Node &n, int64_t axis, size_t rank);
+/// Multidirectional (numpy) broadcast of shapes; records an obligation for
+/// every pair of symbolic dims that must agree.
+llvm::Expected<Shape> broadcastShapes(const Node &n, const std::vector<Shape> &shapes,
+                                      std::vector<Obligation> &obl);
+/// Index into an input of shape `in` broadcast to an output index `idx`.
+IndexVec broadcastIndex(const Shape &in, const IndexVec &idx);
+/// Attribute helpers with defaults.
+int64_t attrInt(const Node &n, const char *name, int64_t dflt);
+std::vector<int64_t> attrInts(const Node &n, const char *name);
+std::string describe(const Node &n); // "'/fc2/MatMul' (MatMul)"
+
+// The op families register themselves through these lists (one per file).
+std::vector<OpDef> elementwiseOps();
+std::vector<OpDef> linalgOps();
+std::vector<OpDef> layoutOps();
+std::vector<OpDef> collectiveOps();
+
+} // namespace shardproof::ir

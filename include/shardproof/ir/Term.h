@@ -1,0 +1,103 @@
+// Element terms: the value of ONE tensor element as a symbolic expression.
+//
+// Every operator is defined by its index map: output element [i...] is a Term
+// built from reads of input elements at index expressions (smt::Expr over
+// symbolic dims, index variables and bound variables). Reductions are Sums over
+// an index range; concat/pad/where-style piecewise definitions are Selects on an
+// index condition. Scalar arithmetic is kept as Apply nodes: Add and Mul are
+// n-ary (associative-commutative, real-arithmetic reasoning); everything else
+// (Erf, Tanh, Div, ...) is an uninterpreted function of its arguments.
+//
+// Binder discipline: a Sum at nesting depth L binds the variable named "k!L"
+// (depth counted from the root of the stored term). Stored terms are closed at
+// depth 0; `instantiate` relevels binders before substituting, so substitution
+// never captures. Free index variables are "i!d" (a relation's own indices)
+// or "u!d" (a pattern's indices).
+#pragma once
+
+#include "smt/Expr.h"
+
+#include <llvm/ADT/SmallVector.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace shardproof::ir {
+
+/// Identifies a tensor class of the merged rank world (a leaf input or a
+/// computed tensor). The ir layer treats it as opaque.
+using ClassId = uint32_t;
+
+enum class TermKind : uint8_t { Const, Read, Apply, Sum, Select };
+
+enum class Fn : uint8_t {
+  Add,   // n-ary, commutative
+  Mul,   // n-ary, commutative
+  Recip, // 1/x
+  Erf, Tanh, Exp, Log, Sqrt, Sigmoid, Relu, Abs,
+  Pow, Max2, Min2, // binary
+  Opaque,          // named by TermNode::name (e.g. "Cast:float32")
+};
+const char *fnName(Fn f);
+
+struct TermNode;
+using Term = std::shared_ptr<const TermNode>;
+using IndexVec = llvm::SmallVector<smt::Expr, 4>;
+
+struct TermNode {
+  TermKind kind;
+  double value = 0;       // Const
+  ClassId cls = 0;        // Read
+  IndexVec idx;           // Read: one index expression per dim
+  Fn fn = Fn::Opaque;     // Apply
+  std::string name;       // Apply with Fn::Opaque
+  std::vector<Term> args; // Apply: operands; Sum: {body}; Select: {then, else}
+  smt::Expr lo, hi;       // Sum: the bound variable ranges over [lo, hi)
+  int level = 0;          // Sum: its binder is "k!<level>"
+  smt::Expr cond;         // Select: boolean over index variables and symbols
+  size_t hash = 0;        // structural
+  size_t skeleton = 0;    // structural, ignoring index expressions and bounds
+};
+
+// --- Construction (each folds the obvious: Add of one arg, Mul by 0/1, ...) ---
+Term mkConst(double v);
+Term mkRead(ClassId c, IndexVec idx);
+Term mkApply(Fn f, std::vector<Term> args, std::string name = "");
+Term mkAdd(std::vector<Term> args);
+Term mkMul(std::vector<Term> args);
+Term mkSub(const Term &a, const Term &b);
+Term mkNeg(const Term &a);
+Term mkDiv(const Term &a, const Term &b);
+/// Sum over k!level in [lo, hi) of body (body built at depth level+1).
+Term mkSum(int level, smt::Expr lo, smt::Expr hi, Term body);
+Term mkSelect(smt::Expr cond, Term thenT, Term elseT);
+
+smt::Expr indexVar(const char *prefix, unsigned d); // "i!d", "u!d"
+smt::Expr boundVar(int level);                     // "k!level"
+IndexVec indexVars(const char *prefix, unsigned rank);
+
+/// Structural equality (index expressions compared as hash-consed ASTs).
+bool sameTerm(const Term &a, const Term &b);
+
+/// Renames every binder at depth >= `from` by `delta` levels.
+Term relevel(const Term &t, int from, int delta);
+/// Substitutes free index variables `vars` by `exprs` in a term stored closed at
+/// depth 0, placing it at depth `level` (binders shifted first: no capture).
+Term instantiate(const Term &t, const IndexVec &vars, const IndexVec &exprs, int level);
+/// Substitutes variables (no releveling; the caller guarantees no capture).
+Term substitute(const Term &t, const std::vector<smt::Expr> &from, const std::vector<smt::Expr> &to);
+/// Applies `f` to every index expression and bound (e.g. simplify).
+Term mapExprs(const Term &t, const std::function<smt::Expr(const smt::Expr &)> &f);
+
+/// Every class read anywhere in the term.
+void collectReads(const Term &t, std::vector<ClassId> &out);
+/// Number of nodes (for limits).
+size_t termSize(const Term &t);
+
+/// Human rendering, with `className` naming classes ("h@0").
+std::string str(const Term &t, const std::function<std::string(ClassId)> &className);
+
+} // namespace shardproof::ir

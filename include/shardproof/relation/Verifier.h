@@ -1,0 +1,90 @@
+// Relation inference and the refinement check: the reference outputs can be
+// rebuilt from the ranks' outputs, for every admissible size.
+//
+// Pipeline: the rank graphs are merged into one world of tensor classes
+// (hash-consed element definitions, collectives resolved across ranks); the
+// reference graph is walked in order and each tensor gets a relation, a term
+// over rank classes proven equal to it element by element; finally every
+// reference output's relation is compared with the spec's.
+#pragma once
+
+#include "shardproof/ir/Graph.h"
+#include "shardproof/spec/Spec.h"
+
+#include <llvm/Support/Error.h>
+
+#include <string>
+#include <vector>
+
+namespace shardproof::relation {
+
+enum class Verdict { Verified, Refuted, Unknown };
+const char *toString(Verdict v);
+
+/// A concrete point where the implementation differs (or a proof step fails).
+struct Counterexample {
+  std::vector<std::pair<std::string, int64_t>> sizes; // symbol values
+  int rank = -1;                                      // -1: not rank-specific
+  std::string tensor;                                 // reference tensor
+  std::vector<int64_t> index;                         // element index, if any
+  std::string expected; // reference side at that point (symbolic)
+  std::string actual;   // implementation side at that point (symbolic)
+  bool replayed = false; // confirmed by evaluating both sides on numbers
+  double expectedValue = 0, actualValue = 0;
+  std::string str() const;
+};
+
+/// One row of the per-layer relation table.
+struct RelationRow {
+  std::string tensor; // reference tensor
+  std::string node;   // reference node producing it ("" for inputs)
+  std::string op;
+  std::string module; // from the node name
+  std::string relation; // rendered relation over rank tensors
+  enum Status { Input, Matched, View, Unmatched, Unsupported } status = Matched;
+};
+
+struct Failure {
+  enum Kind { NoRelation, OutputMismatch, Obligation, Unsupported, SolverUnknown } kind;
+  std::string message;
+  std::string refNode, refOp, module, tensor;
+  std::vector<std::string> rankNodes; // rank nodes around the failure ("rank 1: /fc1/MatMul")
+  std::optional<Counterexample> cex;
+};
+
+struct OutputResult {
+  std::string tensor;
+  std::string expected; // the spec's relation
+  Verdict verdict = Verdict::Unknown;
+  std::string detail;
+};
+
+struct Stats {
+  unsigned refNodes = 0, rankNodes = 0, classes = 0, relations = 0, matches = 0;
+  unsigned solverQueries = 0, cacheHits = 0;
+  double seconds = 0;
+};
+
+struct Result {
+  Verdict verdict = Verdict::Unknown;
+  std::string reason; // one line: why this verdict
+  std::vector<RelationRow> rows;
+  std::vector<OutputResult> outputs;
+  std::vector<Failure> failures; // first is the one to show
+  std::vector<std::string> notes;
+  Stats stats;
+};
+
+struct Options {
+  unsigned solverTimeoutMs = 10000;
+  std::string smtDumpDir; // empty: no dumps
+  unsigned maxExpansion = 64; // class expansions when comparing outputs
+};
+
+/// Runs the check. User errors (spec names a tensor that does not exist, shapes
+/// of a replicated input differ, ...) come back as errors; everything else is in
+/// the Result.
+llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph> &ranks,
+                              const spec::Spec &spec, const Options &opts = {});
+
+} // namespace shardproof::relation

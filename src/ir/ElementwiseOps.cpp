@@ -1,0 +1,142 @@
+// Elementwise operators: unary functions, broadcast binary arithmetic, casts.
+#include "shardproof/ir/Ops.h"
+
+namespace shardproof::ir {
+namespace {
+
+llvm::Expected<OpResult> inferSame(const OpInputs &in) {
+  if (!in.has(0))
+    return userError("node " + describe(in.node) + " has no input");
+  OpResult r;
+  r.shapes = {*in.shapes[0]};
+  r.dtypes = {in.dtypes[0]};
+  return r;
+}
+
+llvm::Expected<OpResult> inferBroadcast(const OpInputs &in) {
+  OpResult r;
+  std::vector<Shape> shapes;
+  for (unsigned i = 0; i < in.shapes.size(); ++i) {
+    if (!in.has(i))
+      return userError("node " + describe(in.node) + ": input " + std::to_string(i) + " is missing");
+    shapes.push_back(*in.shapes[i]);
+  }
+  auto s = broadcastShapes(in.node, shapes, r.obligations);
+  if (!s)
+    return s.takeError();
+  r.shapes = {*s};
+  bool cmp = in.node.opType == "Equal" || in.node.opType == "Less" || in.node.opType == "Greater";
+  r.dtypes = {cmp ? DType::Bool : in.dtypes[0]};
+  return r;
+}
+
+Term readB(const OpInputs &in, unsigned i, const IndexVec &idx, const ReadFn &read, int level) {
+  return read(i, broadcastIndex(*in.shapes[i], idx), level);
+}
+
+template <Fn F>
+Term unary(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  return mkApply(F, {read(0, idx, level)});
+}
+
+Term identity(const OpInputs &, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  return read(0, idx, level);
+}
+
+Term neg(const OpInputs &, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  return mkNeg(read(0, idx, level));
+}
+
+Term recip(const OpInputs &, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  return mkApply(Fn::Recip, {read(0, idx, level)});
+}
+
+Term opaqueUnary(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  return mkApply(Fn::Opaque, {read(0, idx, level)}, in.node.opType);
+}
+
+#define BINARY(NAME, EXPR)                                                                        \
+  Term NAME(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, \
+            int level) {                                                                          \
+    Term a = readB(in, 0, idx, read, level), b = readB(in, 1, idx, read, level);                 \
+    return EXPR;                                                                                  \
+  }
+BINARY(add, mkAdd({a, b}))
+BINARY(sub, mkSub(a, b))
+BINARY(mul, mkMul({a, b}))
+BINARY(divide, mkDiv(a, b))
+BINARY(power, (b->kind == TermKind::Const && b->value == 1) ? a : mkApply(Fn::Pow, {a, b}))
+#undef BINARY
+
+// n-ary Max/Min/Sum fold pairwise.
+template <Fn F>
+Term variadic(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  Term acc = readB(in, 0, idx, read, level);
+  for (unsigned i = 1; i < in.shapes.size(); ++i)
+    acc = mkApply(F, {acc, readB(in, i, idx, read, level)});
+  return acc;
+}
+
+llvm::Expected<OpResult> inferCast(const OpInputs &in) {
+  auto r = inferSame(in);
+  if (!r)
+    return r.takeError();
+  int64_t to = attrInt(in.node, "to", 1);
+  // ONNX TensorProto element types; only the float/int distinction matters here.
+  DType t = to == 1 ? DType::Float : to == 11 ? DType::Double : to == 10 ? DType::Float16
+          : to == 16 ? DType::BFloat16 : to == 7 ? DType::Int64 : to == 6 ? DType::Int32
+          : to == 9 ? DType::Bool : DType::Other;
+  r->dtypes = {t};
+  if (in.values.size() && in.values[0])
+    r->values = {in.values[0]};
+  return r;
+}
+
+Term cast(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  // We reason over real numbers: a cast to a floating type (or between integer
+  // types) keeps the value; a cast from floating to integer rounds, so it stays opaque.
+  DType from = in.dtypes[0], to = r.dtypes[0];
+  Term x = read(0, idx, level);
+  if (isFloating(to) || (!isFloating(from) && to != DType::Bool))
+    return x;
+  return mkApply(Fn::Opaque, {x}, std::string("Cast:") + toString(to));
+}
+
+OpDef row(const char *type, OpClass c, llvm::Expected<OpResult> (*inf)(const OpInputs &),
+          Term (*el)(const OpInputs &, const OpResult &, unsigned, const IndexVec &, const ReadFn &, int),
+          const char *domain = "") {
+  return OpDef{domain, type, c, inf, el};
+}
+
+} // namespace
+
+std::vector<OpDef> elementwiseOps() {
+  using C = OpClass;
+  return {
+      row("Identity", C::View, inferSame, identity),
+      row("Neg", C::Compute, inferSame, neg),
+      row("Reciprocal", C::Compute, inferSame, recip),
+      row("Erf", C::Compute, inferSame, unary<Fn::Erf>),
+      row("Tanh", C::Compute, inferSame, unary<Fn::Tanh>),
+      row("Exp", C::Compute, inferSame, unary<Fn::Exp>),
+      row("Log", C::Compute, inferSame, unary<Fn::Log>),
+      row("Sqrt", C::Compute, inferSame, unary<Fn::Sqrt>),
+      row("Sigmoid", C::Compute, inferSame, unary<Fn::Sigmoid>),
+      row("Relu", C::Compute, inferSame, unary<Fn::Relu>),
+      row("Abs", C::Compute, inferSame, unary<Fn::Abs>),
+      row("Gelu", C::Compute, inferSame, opaqueUnary),
+      row("Gelu", C::Compute, inferSame, opaqueUnary, "com.microsoft"),
+      row("FastGelu", C::Compute, inferSame, opaqueUnary, "com.microsoft"),
+      row("Add", C::Compute, inferBroadcast, add),
+      row("Sub", C::Compute, inferBroadcast, sub),
+      row("Mul", C::Compute, inferBroadcast, mul),
+      row("Div", C::Compute, inferBroadcast, divide),
+      row("Pow", C::Compute, inferBroadcast, power),
+      row("Max", C::Compute, inferBroadcast, variadic<Fn::Max2>),
+      row("Min", C::Compute, inferBroadcast, variadic<Fn::Min2>),
+      row("Sum", C::Compute, inferBroadcast, variadic<Fn::Add>),
+      row("Cast", C::Compute, inferCast, cast),
+  };
+}
+
+} // namespace shardproof::ir

@@ -1,0 +1,489 @@
+// Layout operators: pure index remaps (views) and shape arithmetic.
+#include "shardproof/ir/Ops.h"
+
+#include <limits>
+
+namespace shardproof::ir {
+namespace {
+
+using smt::Expr;
+
+llvm::Expected<std::vector<Expr>> intInput(const OpInputs &in, unsigned i, const char *what) {
+  if (i >= in.values.size() || !in.values[i])
+    return unsupportedError("node " + describe(in.node) + ": " + what +
+                            " is not a constant or computable shape value");
+  return in.values[i]->vals;
+}
+
+// Ints from an input (opset >= 13 style) or else from an attribute.
+llvm::Expected<std::vector<Expr>> intsFrom(const OpInputs &in, unsigned i, const char *attr) {
+  if (in.has(i))
+    return intInput(in, i, attr);
+  std::vector<Expr> out;
+  for (int64_t v : attrInts(in.node, attr))
+    out.push_back(Expr::intConst(v));
+  return out;
+}
+
+llvm::Expected<int64_t> constInt(const Node &n, const Expr &e, const char *what) {
+  if (auto v = e.asInt())
+    return *v;
+  return unsupportedError("node " + describe(n) + ": " + what + " must be a constant, got " + e.str());
+}
+
+Expr product(const Shape &s, size_t from, size_t to) {
+  Expr p = Expr::intConst(1);
+  for (size_t d = from; d < to; ++d)
+    p = p * s.dims[d];
+  return p;
+}
+
+OpResult one(Shape s, DType t) {
+  OpResult r;
+  r.shapes = {std::move(s)};
+  r.dtypes = {t};
+  return r;
+}
+
+// --- Transpose ---------------------------------------------------------------
+llvm::Expected<OpResult> inferTranspose(const OpInputs &in) {
+  const Shape &s = *in.shapes[0];
+  std::vector<int64_t> perm = attrInts(in.node, "perm");
+  if (perm.empty())
+    for (size_t d = 0; d < s.rank(); ++d)
+      perm.insert(perm.begin(), static_cast<int64_t>(d));
+  if (perm.size() != s.rank())
+    return userError("node " + describe(in.node) + ": perm has " + std::to_string(perm.size()) +
+                     " entries for rank " + std::to_string(s.rank()));
+  Shape out;
+  std::vector<bool> seen(s.rank());
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(s.rank()) || seen[p])
+      return userError("node " + describe(in.node) + ": perm is not a permutation");
+    seen[p] = true;
+    out.dims.push_back(s.dims[p]);
+  }
+  OpResult r = one(out, in.dtypes[0]);
+  r.aux = perm;
+  return r;
+}
+Term transpose(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  IndexVec src(idx.size());
+  for (size_t d = 0; d < idx.size(); ++d)
+    src[r.aux[d]] = idx[d];
+  return read(0, src, level);
+}
+
+// --- Reshape -------------------------------------------------------------------
+llvm::Expected<OpResult> inferReshape(const OpInputs &in) {
+  const Shape &s = *in.shapes[0];
+  auto target = intInput(in, 1, "the target shape");
+  if (!target)
+    return target.takeError();
+  bool allowZero = attrInt(in.node, "allowzero", 0);
+  Shape out;
+  int minusOne = -1;
+  for (size_t d = 0; d < target->size(); ++d) {
+    const Expr &e = (*target)[d];
+    auto v = e.asInt();
+    if (v && *v == -1) {
+      if (minusOne >= 0)
+        return userError("node " + describe(in.node) + ": more than one -1 in the target shape");
+      minusOne = static_cast<int>(d);
+      out.dims.push_back(Expr::intConst(1));
+    } else if (v && *v == 0 && !allowZero) {
+      if (d >= s.rank())
+        return userError("node " + describe(in.node) + ": 0 in target shape beyond the input rank");
+      out.dims.push_back(s.dims[d]);
+    } else {
+      out.dims.push_back(e);
+    }
+  }
+  OpResult r;
+  Expr total = product(s, 0, s.rank());
+  if (minusOne >= 0) {
+    Expr rest = product(out, 0, out.rank());
+    out.dims[minusOne] = floorDiv(total, rest);
+    r.obligations.push_back({"element count of " + describe(in.node) + " divides evenly",
+                             mod(total, rest) == Expr::intConst(0)});
+  } else {
+    r.obligations.push_back({"element count preserved by " + describe(in.node),
+                             total == product(out, 0, out.rank())});
+  }
+  r.shapes = {out};
+  r.dtypes = {in.dtypes[0]};
+  return r;
+}
+
+// Keeps dims shared at both ends as plain indices and uses div/mod only for the
+// middle part, so [b, s, h] -> [b, s, n, hd] reads in[i0, i1, i2*hd + i3].
+Term reshape(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  const Shape &src = *in.shapes[0], &dst = r.shapes[0];
+  size_t pre = 0;
+  while (pre < src.rank() && pre < dst.rank() && src.dims[pre].same(dst.dims[pre]))
+    ++pre;
+  size_t post = 0;
+  while (post < src.rank() - pre && post < dst.rank() - pre &&
+         src.dims[src.rank() - 1 - post].same(dst.dims[dst.rank() - 1 - post]))
+    ++post;
+  IndexVec out(src.rank());
+  for (size_t d = 0; d < pre; ++d)
+    out[d] = idx[d];
+  for (size_t d = 0; d < post; ++d)
+    out[src.rank() - 1 - d] = idx[dst.rank() - 1 - d];
+  size_t sEnd = src.rank() - post, dEnd = dst.rank() - post;
+  Expr flat = Expr::intConst(0);
+  for (size_t d = pre; d < dEnd; ++d)
+    flat = flat * dst.dims[d] + idx[d];
+  for (size_t d = pre; d < sEnd; ++d) {
+    Expr stride = product(src, d + 1, sEnd);
+    Expr q = d + 1 == sEnd ? flat : floorDiv(flat, stride);
+    out[d] = d == pre ? q : mod(q, src.dims[d]);
+  }
+  return read(0, out, level);
+}
+
+// --- Slice (step 1) ------------------------------------------------------------
+// Clamps like ONNX: negative starts/ends count from the end; both are clipped to [0, dim].
+Expr clampIndex(const Expr &v, const Expr &dim) {
+  if (auto c = v.asInt()) {
+    if (*c >= std::numeric_limits<int32_t>::max())
+      return dim; // "to the end" sentinel (INT64_MAX and friends)
+    if (*c < 0)
+      return max(dim + *c, Expr::intConst(0));
+    return min(v, dim);
+  }
+  return min(max(v, Expr::intConst(0)), dim);
+}
+
+llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
+  const Shape &s = *in.shapes[0];
+  auto starts = intsFrom(in, 1, "starts");
+  auto ends = intsFrom(in, 2, "ends");
+  if (!starts)
+    return starts.takeError();
+  if (!ends)
+    return ends.takeError();
+  std::vector<Expr> axes, steps;
+  if (in.has(3) || in.node.attr("axes")) {
+    auto a = intsFrom(in, 3, "axes");
+    if (!a)
+      return a.takeError();
+    axes = *a;
+  } else {
+    for (size_t d = 0; d < starts->size(); ++d)
+      axes.push_back(Expr::intConst(static_cast<int64_t>(d)));
+  }
+  if (in.has(4)) {
+    auto st = intInput(in, 4, "steps");
+    if (!st)
+      return st.takeError();
+    steps = *st;
+  }
+  if (starts->size() != ends->size() || axes.size() != starts->size())
+    return userError("node " + describe(in.node) + ": starts, ends and axes differ in length");
+  Shape out = s;
+  OpResult r;
+  r.auxExprs.assign(s.rank(), Expr::intConst(0)); // per-axis start offset
+  for (size_t k = 0; k < axes.size(); ++k) {
+    auto ax = constInt(in.node, axes[k], "a Slice axis");
+    if (!ax)
+      return ax.takeError();
+    auto a = normAxis(in.node, *ax, s.rank());
+    if (!a)
+      return a.takeError();
+    if (k < steps.size()) {
+      auto st = steps[k].asInt();
+      if (!st || *st != 1)
+        return unsupportedError("node " + describe(in.node) + ": Slice with step other than 1");
+    }
+    Expr b = clampIndex((*starts)[k], s.dims[*a]).simplify();
+    Expr e = clampIndex((*ends)[k], s.dims[*a]).simplify();
+    out.dims[*a] = max(e - b, Expr::intConst(0)).simplify();
+    r.auxExprs[*a] = b;
+  }
+  r.shapes = {out};
+  r.dtypes = {in.dtypes[0]};
+  if (in.values.size() && in.values[0] && s.rank() == 1) {
+    // Slicing a shape vector: keep its symbolic values.
+    auto b = r.auxExprs[0].asInt(), n = out.dims[0].asInt();
+    if (b && n) {
+      IntTensor v;
+      v.dims = {*n};
+      for (int64_t i = 0; i < *n && *b + i < static_cast<int64_t>(in.values[0]->size()); ++i)
+        v.vals.push_back(in.values[0]->vals[*b + i]);
+      if (static_cast<int64_t>(v.vals.size()) == *n)
+        r.values = {v};
+    }
+  }
+  return r;
+}
+Term slice(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  IndexVec src;
+  for (size_t d = 0; d < idx.size(); ++d)
+    src.push_back(idx[d] + r.auxExprs[d]);
+  return read(0, src, level);
+}
+
+// --- Concat ---------------------------------------------------------------------
+llvm::Expected<OpResult> inferConcat(const OpInputs &in) {
+  if (in.shapes.empty() || !in.has(0))
+    return userError("node " + describe(in.node) + " has no inputs");
+  const Shape &s0 = *in.shapes[0];
+  auto axis = normAxis(in.node, attrInt(in.node, "axis", 0), s0.rank());
+  if (!axis)
+    return axis.takeError();
+  OpResult r;
+  Shape out = s0;
+  Expr off = Expr::intConst(0);
+  bool allValues = true;
+  IntTensor vals;
+  for (unsigned i = 0; i < in.shapes.size(); ++i) {
+    const Shape &s = *in.shapes[i];
+    if (s.rank() != s0.rank())
+      return userError("node " + describe(in.node) + ": inputs differ in rank");
+    for (size_t d = 0; d < s.rank(); ++d)
+      if (d != static_cast<size_t>(*axis) && !s.dims[d].same(s0.dims[d]))
+        r.obligations.push_back({"non-concat dims of " + describe(in.node) + " agree", s.dims[d] == s0.dims[d]});
+    r.auxExprs.push_back(off);
+    off = (off + s.dims[*axis]).simplify();
+    if (in.values.size() > i && in.values[i])
+      vals.vals.insert(vals.vals.end(), in.values[i]->vals.begin(), in.values[i]->vals.end());
+    else
+      allValues = false;
+  }
+  out.dims[*axis] = off;
+  r.shapes = {out};
+  r.dtypes = {in.dtypes[0]};
+  r.aux = {*axis};
+  if (allValues && s0.rank() == 1) {
+    vals.dims = {static_cast<int64_t>(vals.vals.size())};
+    r.values = {vals};
+  }
+  return r;
+}
+Term concat(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  int64_t axis = r.aux[0];
+  size_t n = in.shapes.size();
+  IndexVec last = idx;
+  last[axis] = idx[axis] - r.auxExprs[n - 1];
+  Term t = read(static_cast<unsigned>(n - 1), last, level);
+  for (size_t i = n - 1; i-- > 0;) {
+    IndexVec src = idx;
+    src[axis] = idx[axis] - r.auxExprs[i];
+    t = mkSelect(idx[axis] < r.auxExprs[i + 1], read(static_cast<unsigned>(i), src, level), t);
+  }
+  return t;
+}
+
+// --- Split ------------------------------------------------------------------------
+llvm::Expected<OpResult> inferSplit(const OpInputs &in) {
+  const Shape &s = *in.shapes[0];
+  auto axis = normAxis(in.node, attrInt(in.node, "axis", 0), s.rank());
+  if (!axis)
+    return axis.takeError();
+  size_t n = in.node.outputs.size();
+  std::vector<Expr> sizes;
+  if (in.has(1) || in.node.attr("split")) {
+    auto sp = intsFrom(in, 1, "split");
+    if (!sp)
+      return sp.takeError();
+    sizes = *sp;
+  }
+  OpResult r;
+  if (sizes.empty()) {
+    // Equal parts (opset 18 num_outputs rounds up: ceil(dim / n) with a short last part).
+    Expr part = ceilDiv(s.dims[*axis], Expr::intConst(static_cast<int64_t>(n)));
+    for (size_t i = 0; i < n; ++i)
+      sizes.push_back(i + 1 < n ? part : s.dims[*axis] - part * static_cast<int64_t>(n - 1));
+  }
+  if (sizes.size() != n)
+    return userError("node " + describe(in.node) + ": split has " + std::to_string(sizes.size()) +
+                     " sizes for " + std::to_string(n) + " outputs");
+  Expr off = Expr::intConst(0);
+  for (size_t i = 0; i < n; ++i) {
+    Shape o = s;
+    o.dims[*axis] = sizes[i].simplify();
+    r.shapes.push_back(o);
+    r.dtypes.push_back(in.dtypes[0]);
+    r.auxExprs.push_back(off);
+    off = (off + sizes[i]).simplify();
+  }
+  r.obligations.push_back({"split sizes of " + describe(in.node) + " add up to the axis", off == s.dims[*axis]});
+  r.aux = {*axis};
+  return r;
+}
+Term split(const OpInputs &, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read, int level) {
+  IndexVec src = idx;
+  src[r.aux[0]] = idx[r.aux[0]] + r.auxExprs[slot];
+  return read(0, src, level);
+}
+
+// --- Unsqueeze / Squeeze --------------------------------------------------------------
+llvm::Expected<std::vector<int64_t>> axesOf(const OpInputs &in, size_t rank) {
+  auto ax = intsFrom(in, 1, "axes");
+  if (!ax)
+    return ax.takeError();
+  std::vector<int64_t> out;
+  for (auto &e : *ax) {
+    auto v = constInt(in.node, e, "an axis");
+    if (!v)
+      return v.takeError();
+    auto a = normAxis(in.node, *v, rank);
+    if (!a)
+      return a.takeError();
+    out.push_back(*a);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+llvm::Expected<OpResult> inferUnsqueeze(const OpInputs &in) {
+  const Shape &s = *in.shapes[0];
+  auto nAxes = intsFrom(in, 1, "axes");
+  if (!nAxes)
+    return nAxes.takeError();
+  auto axes = axesOf(in, s.rank() + nAxes->size());
+  if (!axes)
+    return axes.takeError();
+  Shape out;
+  size_t k = 0;
+  for (size_t d = 0; d < s.rank() + axes->size(); ++d) {
+    if (std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) != axes->end())
+      out.dims.push_back(Expr::intConst(1));
+    else
+      out.dims.push_back(s.dims[k++]);
+  }
+  OpResult r = one(out, in.dtypes[0]);
+  r.aux = *axes;
+  if (in.values.size() && in.values[0]) {
+    IntTensor v = *in.values[0];
+    v.dims.clear();
+    for (auto &d : out.dims)
+      v.dims.push_back(*d.asInt());
+    r.values = {v};
+  }
+  return r;
+}
+Term unsqueeze(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  IndexVec src;
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (std::find(r.aux.begin(), r.aux.end(), static_cast<int64_t>(d)) == r.aux.end())
+      src.push_back(idx[d]);
+  return read(0, src, level);
+}
+
+llvm::Expected<OpResult> inferSqueeze(const OpInputs &in) {
+  const Shape &s = *in.shapes[0];
+  std::vector<int64_t> axes;
+  if (in.has(1) || in.node.attr("axes")) {
+    auto a = axesOf(in, s.rank());
+    if (!a)
+      return a.takeError();
+    axes = *a;
+  } else {
+    for (size_t d = 0; d < s.rank(); ++d)
+      if (auto v = s.dims[d].asInt(); v && *v == 1)
+        axes.push_back(static_cast<int64_t>(d));
+  }
+  OpResult r;
+  Shape out;
+  for (size_t d = 0; d < s.rank(); ++d) {
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end()) {
+      if (!s.dims[d].asInt())
+        r.obligations.push_back({"squeezed dim of " + describe(in.node) + " is 1", s.dims[d] == Expr::intConst(1)});
+      continue;
+    }
+    out.dims.push_back(s.dims[d]);
+  }
+  r.shapes = {out};
+  r.dtypes = {in.dtypes[0]};
+  r.aux = axes;
+  if (in.values.size() && in.values[0]) {
+    IntTensor v = *in.values[0];
+    v.dims.clear();
+    for (auto &d : out.dims)
+      v.dims.push_back(d.asInt().value_or(1));
+    r.values = {v};
+  }
+  return r;
+}
+Term squeeze(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  IndexVec src;
+  size_t k = 0;
+  for (size_t d = 0; d < in.shapes[0]->rank(); ++d) {
+    if (std::find(r.aux.begin(), r.aux.end(), static_cast<int64_t>(d)) != r.aux.end())
+      src.push_back(Expr::intConst(0));
+    else
+      src.push_back(idx[k++]);
+  }
+  return read(0, src, level);
+}
+
+// --- Constant and Shape -------------------------------------------------------------------
+llvm::Expected<OpResult> inferConstant(const OpInputs &in) {
+  const Attribute *a = in.node.attr("value");
+  if (!a || a->kind != Attribute::Kind::Tensor || !a->tensor)
+    return unsupportedError("node " + describe(in.node) + ": Constant without a 'value' tensor");
+  Shape s;
+  for (auto d : a->tensor->dims)
+    s.dims.push_back(Expr::intConst(d));
+  OpResult r = one(s, a->tensor->dtype);
+  if (!a->tensor->ints.empty() || !isFloating(a->tensor->dtype)) {
+    IntTensor v;
+    v.dims = a->tensor->dims;
+    for (auto x : a->tensor->ints)
+      v.vals.push_back(Expr::intConst(x));
+    r.values = {v};
+  }
+  return r;
+}
+// Constant data is a leaf of its own (the relation layer keys it by content);
+// only scalars become Const terms.
+Term constant(const OpInputs &in, const OpResult &, unsigned, const IndexVec &, const ReadFn &, int) {
+  const Attribute *a = in.node.attr("value");
+  if (a && a->tensor && a->tensor->numElements() == 1)
+    return mkConst(a->tensor->at(0));
+  return nullptr;
+}
+
+llvm::Expected<OpResult> inferShape(const OpInputs &in) {
+  const Shape &s = *in.shapes[0];
+  int64_t rank = static_cast<int64_t>(s.rank());
+  int64_t start = attrInt(in.node, "start", 0), end = attrInt(in.node, "end", rank);
+  start = std::clamp(start < 0 ? start + rank : start, int64_t(0), rank);
+  end = std::clamp(end < 0 ? end + rank : end, int64_t(0), rank);
+  IntTensor v;
+  for (int64_t d = start; d < end; ++d)
+    v.vals.push_back(s.dims[d]);
+  v.dims = {static_cast<int64_t>(v.vals.size())};
+  Shape out;
+  out.dims = {Expr::intConst(static_cast<int64_t>(v.vals.size()))};
+  OpResult r = one(out, DType::Int64);
+  r.values = {v};
+  return r;
+}
+
+OpDef row(const char *type, OpClass c, llvm::Expected<OpResult> (*inf)(const OpInputs &),
+          Term (*el)(const OpInputs &, const OpResult &, unsigned, const IndexVec &, const ReadFn &, int)) {
+  return OpDef{"", type, c, inf, el};
+}
+
+} // namespace
+
+std::vector<OpDef> layoutOps() {
+  using C = OpClass;
+  return {
+      row("Transpose", C::View, inferTranspose, transpose),
+      row("Reshape", C::View, inferReshape, reshape),
+      row("Slice", C::View, inferSlice, slice),
+      row("Concat", C::View, inferConcat, concat),
+      row("Split", C::View, inferSplit, split),
+      row("Unsqueeze", C::View, inferUnsqueeze, unsqueeze),
+      row("Squeeze", C::View, inferSqueeze, squeeze),
+      row("Constant", C::Compute, inferConstant, constant),
+      row("Shape", C::ShapeOnly, inferShape, nullptr),
+  };
+}
+
+} // namespace shardproof::ir

@@ -1,0 +1,108 @@
+// The op table and helpers shared by every op family.
+#include "shardproof/ir/Ops.h"
+
+#include <map>
+#include <mutex>
+
+namespace shardproof::ir {
+
+static std::string canonDomain(const std::string &d) { return d == "ai.onnx" ? "" : d; }
+
+static const std::map<std::pair<std::string, std::string>, OpDef> &table() {
+  static const auto t = [] {
+    std::map<std::pair<std::string, std::string>, OpDef> m;
+    for (auto fam : {elementwiseOps, linalgOps, layoutOps, collectiveOps})
+      for (const OpDef &d : fam())
+        m.emplace(std::make_pair(std::string(d.domain), std::string(d.type)), d);
+    return m;
+  }();
+  return t;
+}
+
+const OpDef *lookupOp(const std::string &domain, const std::string &type) {
+  auto it = table().find({canonDomain(domain), type});
+  return it == table().end() ? nullptr : &it->second;
+}
+
+std::vector<const OpDef *> allOps() {
+  std::vector<const OpDef *> out;
+  for (auto &[_, d] : table())
+    out.push_back(&d);
+  return out;
+}
+
+std::string describe(const Node &n) {
+  std::string op = n.domain.empty() ? n.opType : n.domain + "::" + n.opType;
+  return "'" + (n.name.empty() ? std::string("<unnamed>") : n.name) + "' (" + op + ")";
+}
+
+llvm::Expected<int64_t> normAxis(const Node &n, int64_t axis, size_t rank) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r)
+    return userError("node " + describe(n) + ": axis " + std::to_string(axis) +
+                     " out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + r : axis;
+}
+
+int64_t attrInt(const Node &n, const char *name, int64_t dflt) {
+  const Attribute *a = n.attr(name);
+  return a && a->kind == Attribute::Kind::Int ? a->i : dflt;
+}
+
+std::vector<int64_t> attrInts(const Node &n, const char *name) {
+  const Attribute *a = n.attr(name);
+  if (!a)
+    return {};
+  if (a->kind == Attribute::Kind::Ints)
+    return a->ints;
+  if (a->kind == Attribute::Kind::Int)
+    return {a->i};
+  return {};
+}
+
+static bool isOne(const Dim &d) {
+  auto v = d.asInt();
+  return v && *v == 1;
+}
+
+llvm::Expected<Shape> broadcastShapes(const Node &n, const std::vector<Shape> &shapes,
+                                      std::vector<Obligation> &obl) {
+  size_t rank = 0;
+  for (auto &s : shapes)
+    rank = std::max(rank, s.rank());
+  Shape out;
+  out.dims.assign(rank, smt::Expr::intConst(1));
+  for (auto &s : shapes) {
+    size_t off = rank - s.rank();
+    for (size_t d = 0; d < s.rank(); ++d) {
+      Dim &o = out.dims[off + d];
+      const Dim &x = s.dims[d];
+      if (isOne(x))
+        continue;
+      if (isOne(o)) {
+        o = x;
+        continue;
+      }
+      auto a = o.asInt(), b = x.asInt();
+      if (a && b && *a != *b)
+        return userError("node " + describe(n) + ": shapes cannot broadcast (" +
+                         std::to_string(*a) + " vs " + std::to_string(*b) + ")");
+      if (!o.same(x))
+        // ONNX's own inference drops this condition; we keep it (a symbolic dim
+        // that is 1 at some size would broadcast instead).
+        obl.push_back({"broadcast dims of " + describe(n) + " agree: " + o.str() + " == " + x.str(),
+                       o == x});
+    }
+  }
+  return out;
+}
+
+IndexVec broadcastIndex(const Shape &in, const IndexVec &idx) {
+  IndexVec out;
+  size_t off = idx.size() - in.rank();
+  for (size_t d = 0; d < in.rank(); ++d)
+    out.push_back(isOne(in.dims[d]) ? smt::Expr::intConst(0) : idx[off + d]);
+  return out;
+}
+
+} // namespace shardproof::ir

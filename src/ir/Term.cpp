@@ -1,0 +1,371 @@
+#include "shardproof/ir/Term.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace shardproof::ir {
+
+const char *fnName(Fn f) {
+  switch (f) {
+  case Fn::Add: return "add";
+  case Fn::Mul: return "mul";
+  case Fn::Recip: return "recip";
+  case Fn::Erf: return "erf";
+  case Fn::Tanh: return "tanh";
+  case Fn::Exp: return "exp";
+  case Fn::Log: return "log";
+  case Fn::Sqrt: return "sqrt";
+  case Fn::Sigmoid: return "sigmoid";
+  case Fn::Relu: return "relu";
+  case Fn::Abs: return "abs";
+  case Fn::Pow: return "pow";
+  case Fn::Max2: return "max";
+  case Fn::Min2: return "min";
+  case Fn::Opaque: return "opaque";
+  }
+  return "?";
+}
+
+static size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+
+static Term finish(TermNode n) {
+  size_t h = static_cast<size_t>(n.kind) * 1315423911u, s = h;
+  switch (n.kind) {
+  case TermKind::Const:
+    h = mix(h, std::hash<double>()(n.value));
+    s = h;
+    break;
+  case TermKind::Read:
+    s = mix(s, n.cls);
+    h = mix(h, n.cls);
+    for (auto &e : n.idx)
+      h = mix(h, e.id());
+    break;
+  case TermKind::Apply:
+    h = mix(h, static_cast<size_t>(n.fn));
+    h = mix(h, std::hash<std::string>()(n.name));
+    s = h;
+    break;
+  case TermKind::Sum:
+    h = mix(mix(h, n.lo.id()), n.hi.id());
+    h = mix(h, n.level);
+    s = mix(s, n.level);
+    break;
+  case TermKind::Select:
+    h = mix(h, n.cond.id());
+    break;
+  }
+  for (auto &a : n.args) {
+    h = mix(h, a->hash);
+    s = mix(s, a->skeleton);
+  }
+  n.hash = h;
+  n.skeleton = s;
+  return std::make_shared<const TermNode>(std::move(n));
+}
+
+Term mkConst(double v) {
+  TermNode n{TermKind::Const};
+  n.value = v == 0 ? 0.0 : v; // one zero: -0.0 and 0.0 compare equal as reals
+  return finish(std::move(n));
+}
+
+Term mkRead(ClassId c, IndexVec idx) {
+  TermNode n{TermKind::Read};
+  n.cls = c;
+  for (auto &e : idx)
+    e = e.simplify();
+  n.idx = std::move(idx);
+  return finish(std::move(n));
+}
+
+static bool isConst(const Term &t, double v) { return t->kind == TermKind::Const && t->value == v; }
+
+// Operands of associative-commutative ops are kept flat and sorted by skeleton,
+// which ignores index expressions, so a pattern and an instance sort alike.
+static void sortAC(std::vector<Term> &args) {
+  std::stable_sort(args.begin(), args.end(), [](const Term &a, const Term &b) {
+    if (a->kind != b->kind)
+      return a->kind < b->kind;
+    if (a->kind == TermKind::Read && a->cls != b->cls)
+      return a->cls < b->cls;
+    return a->skeleton < b->skeleton;
+  });
+}
+
+Term mkAdd(std::vector<Term> args) {
+  std::vector<Term> flat;
+  double c = 0;
+  for (auto &a : args) {
+    if (a->kind == TermKind::Apply && a->fn == Fn::Add)
+      flat.insert(flat.end(), a->args.begin(), a->args.end());
+    else
+      flat.push_back(a);
+  }
+  std::vector<Term> keep;
+  for (auto &a : flat) {
+    if (a->kind == TermKind::Const)
+      c += a->value;
+    else
+      keep.push_back(a);
+  }
+  if (c != 0 || keep.empty())
+    keep.push_back(mkConst(c));
+  if (keep.size() == 1)
+    return keep[0];
+  sortAC(keep);
+  TermNode n{TermKind::Apply};
+  n.fn = Fn::Add;
+  n.args = std::move(keep);
+  return finish(std::move(n));
+}
+
+Term mkMul(std::vector<Term> args) {
+  std::vector<Term> flat;
+  double c = 1;
+  for (auto &a : args) {
+    if (a->kind == TermKind::Apply && a->fn == Fn::Mul)
+      flat.insert(flat.end(), a->args.begin(), a->args.end());
+    else
+      flat.push_back(a);
+  }
+  std::vector<Term> keep;
+  for (auto &a : flat) {
+    if (a->kind == TermKind::Const)
+      c *= a->value;
+    else
+      keep.push_back(a);
+  }
+  if (c == 0)
+    return mkConst(0);
+  if (c != 1 || keep.empty())
+    keep.insert(keep.begin(), mkConst(c));
+  if (keep.size() == 1)
+    return keep[0];
+  sortAC(keep);
+  TermNode n{TermKind::Apply};
+  n.fn = Fn::Mul;
+  n.args = std::move(keep);
+  return finish(std::move(n));
+}
+
+Term mkNeg(const Term &a) { return mkMul({mkConst(-1), a}); }
+Term mkSub(const Term &a, const Term &b) { return mkAdd({a, mkNeg(b)}); }
+Term mkDiv(const Term &a, const Term &b) {
+  if (b->kind == TermKind::Const && b->value != 0)
+    return mkMul({a, mkConst(1.0 / b->value)});
+  return mkMul({a, mkApply(Fn::Recip, {b})});
+}
+
+Term mkApply(Fn f, std::vector<Term> args, std::string name) {
+  if (f == Fn::Add)
+    return mkAdd(std::move(args));
+  if (f == Fn::Mul)
+    return mkMul(std::move(args));
+  TermNode n{TermKind::Apply};
+  n.fn = f;
+  n.name = std::move(name);
+  n.args = std::move(args);
+  return finish(std::move(n));
+}
+
+Term mkSum(int level, smt::Expr lo, smt::Expr hi, Term body) {
+  lo = lo.simplify();
+  hi = hi.simplify();
+  if (auto l = lo.asInt(), h = hi.asInt(); l && h && *h <= *l)
+    return mkConst(0);
+  if (isConst(body, 0))
+    return body;
+  TermNode n{TermKind::Sum};
+  n.level = level;
+  n.lo = lo;
+  n.hi = hi;
+  n.args = {std::move(body)};
+  return finish(std::move(n));
+}
+
+Term mkSelect(smt::Expr cond, Term thenT, Term elseT) {
+  cond = cond.simplify();
+  if (auto b = cond.asBool())
+    return *b ? thenT : elseT;
+  if (sameTerm(thenT, elseT))
+    return thenT;
+  TermNode n{TermKind::Select};
+  n.cond = cond;
+  n.args = {std::move(thenT), std::move(elseT)};
+  return finish(std::move(n));
+}
+
+smt::Expr indexVar(const char *prefix, unsigned d) {
+  return smt::Expr::intVar(std::string(prefix) + "!" + std::to_string(d));
+}
+smt::Expr boundVar(int level) { return smt::Expr::intVar("k!" + std::to_string(level)); }
+IndexVec indexVars(const char *prefix, unsigned rank) {
+  IndexVec v;
+  for (unsigned d = 0; d < rank; ++d)
+    v.push_back(indexVar(prefix, d));
+  return v;
+}
+
+bool sameTerm(const Term &a, const Term &b) {
+  if (a == b)
+    return true;
+  if (a->hash != b->hash || a->kind != b->kind || a->args.size() != b->args.size())
+    return false;
+  switch (a->kind) {
+  case TermKind::Const:
+    if (a->value != b->value)
+      return false;
+    break;
+  case TermKind::Read:
+    if (a->cls != b->cls || a->idx.size() != b->idx.size())
+      return false;
+    for (size_t i = 0; i < a->idx.size(); ++i)
+      if (!a->idx[i].same(b->idx[i]))
+        return false;
+    break;
+  case TermKind::Apply:
+    if (a->fn != b->fn || a->name != b->name)
+      return false;
+    break;
+  case TermKind::Sum:
+    if (a->level != b->level || !a->lo.same(b->lo) || !a->hi.same(b->hi))
+      return false;
+    break;
+  case TermKind::Select:
+    if (!a->cond.same(b->cond))
+      return false;
+    break;
+  }
+  for (size_t i = 0; i < a->args.size(); ++i)
+    if (!sameTerm(a->args[i], b->args[i]))
+      return false;
+  return true;
+}
+
+// Rebuilds `t` with `f` applied to its expressions and `rec` to its children.
+static Term rebuild(const Term &t, const std::function<smt::Expr(const smt::Expr &)> &f,
+                    const std::function<Term(const Term &)> &rec, int levelDelta = 0, int from = 0) {
+  switch (t->kind) {
+  case TermKind::Const: return t;
+  case TermKind::Read: {
+    IndexVec idx;
+    for (auto &e : t->idx)
+      idx.push_back(f(e));
+    return mkRead(t->cls, std::move(idx));
+  }
+  case TermKind::Apply: {
+    std::vector<Term> args;
+    for (auto &a : t->args)
+      args.push_back(rec(a));
+    return mkApply(t->fn, std::move(args), t->name);
+  }
+  case TermKind::Sum: {
+    int lvl = t->level >= from ? t->level + levelDelta : t->level;
+    return mkSum(lvl, f(t->lo), f(t->hi), rec(t->args[0]));
+  }
+  case TermKind::Select:
+    return mkSelect(f(t->cond), rec(t->args[0]), rec(t->args[1]));
+  }
+  return t;
+}
+
+Term mapExprs(const Term &t, const std::function<smt::Expr(const smt::Expr &)> &f) {
+  std::function<Term(const Term &)> rec = [&](const Term &x) { return mapExprs(x, f); };
+  return rebuild(t, f, rec);
+}
+
+Term substitute(const Term &t, const std::vector<smt::Expr> &from, const std::vector<smt::Expr> &to) {
+  if (from.empty())
+    return t;
+  return mapExprs(t, [&](const smt::Expr &e) { return e.substitute(from, to); });
+}
+
+static int maxLevel(const Term &t) {
+  int m = -1;
+  if (t->kind == TermKind::Sum)
+    m = t->level;
+  for (auto &a : t->args)
+    m = std::max(m, maxLevel(a));
+  return m;
+}
+
+Term relevel(const Term &t, int from, int delta) {
+  if (delta == 0)
+    return t;
+  int top = maxLevel(t);
+  if (top < from)
+    return t;
+  std::vector<smt::Expr> vf, vt;
+  for (int l = from; l <= top; ++l) {
+    vf.push_back(boundVar(l));
+    vt.push_back(boundVar(l + delta));
+  }
+  std::function<Term(const Term &)> rec;
+  auto f = [&](const smt::Expr &e) { return e.substitute(vf, vt); };
+  rec = [&](const Term &x) { return rebuild(x, f, rec, delta, from); };
+  return rec(t);
+}
+
+Term instantiate(const Term &t, const IndexVec &vars, const IndexVec &exprs, int level) {
+  Term r = relevel(t, 0, level);
+  return substitute(r, {vars.begin(), vars.end()}, {exprs.begin(), exprs.end()});
+}
+
+void collectReads(const Term &t, std::vector<ClassId> &out) {
+  if (t->kind == TermKind::Read) {
+    if (std::find(out.begin(), out.end(), t->cls) == out.end())
+      out.push_back(t->cls);
+    return;
+  }
+  for (auto &a : t->args)
+    collectReads(a, out);
+}
+
+size_t termSize(const Term &t) {
+  size_t n = 1;
+  for (auto &a : t->args)
+    n += termSize(a);
+  return n;
+}
+
+static std::string fmtNum(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::string str(const Term &t, const std::function<std::string(ClassId)> &className) {
+  auto rec = [&](const Term &x) { return str(x, className); };
+  switch (t->kind) {
+  case TermKind::Const: return fmtNum(t->value);
+  case TermKind::Read: {
+    std::string s = className(t->cls) + "[";
+    for (size_t i = 0; i < t->idx.size(); ++i)
+      s += (i ? ", " : "") + t->idx[i].str();
+    return s + "]";
+  }
+  case TermKind::Apply: {
+    if (t->fn == Fn::Add || t->fn == Fn::Mul) {
+      std::string s = "(";
+      for (size_t i = 0; i < t->args.size(); ++i)
+        s += (i ? (t->fn == Fn::Add ? " + " : " * ") : "") + rec(t->args[i]);
+      return s + ")";
+    }
+    std::string s = t->fn == Fn::Opaque ? t->name : fnName(t->fn);
+    s += "(";
+    for (size_t i = 0; i < t->args.size(); ++i)
+      s += (i ? ", " : "") + rec(t->args[i]);
+    return s + ")";
+  }
+  case TermKind::Sum:
+    return "sum(k!" + std::to_string(t->level) + " in [" + t->lo.str() + ", " + t->hi.str() +
+           "): " + rec(t->args[0]) + ")";
+  case TermKind::Select:
+    return "(" + t->cond.str() + " ? " + rec(t->args[0]) + " : " + rec(t->args[1]) + ")";
+  }
+  return "?";
+}
+
+} // namespace shardproof::ir

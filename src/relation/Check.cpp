@@ -1,0 +1,311 @@
+// The refinement check proper: obligations, reference outputs against the
+// spec's relations, counterexamples, and the verdict.
+#include "Session.h"
+
+namespace shardproof::relation {
+
+using smt::Expr;
+using namespace ir;
+
+const char *toString(Verdict v) {
+  switch (v) {
+  case Verdict::Verified: return "VERIFIED";
+  case Verdict::Refuted: return "REFUTED";
+  case Verdict::Unknown: return "UNKNOWN";
+  }
+  return "UNKNOWN";
+}
+
+static std::map<std::string, int64_t> envOf(const smt::Model &m) {
+  std::map<std::string, int64_t> env;
+  for (auto &[n, v] : m.values)
+    env[n] = v;
+  return env;
+}
+
+static std::string renderAt(const Session &S, const Term &t, const smt::Model &m) {
+  std::vector<Expr> from, to;
+  for (auto &[n, v] : m.values) {
+    from.push_back(Expr::intVar(n));
+    to.push_back(Expr::intConst(v));
+  }
+  Term c = mapExprs(t, [&](const Expr &e) { return e.substitute(from, to).simplify(); });
+  return S.render(c);
+}
+
+Counterexample Session::makeCounterexample(const Expr &region, const std::string &tensor, int rank,
+                                           const Shape &shape, const Term &expected, const Term &actual) {
+  Counterexample cex;
+  cex.tensor = tensor;
+  cex.rank = rank;
+  smt::CheckResult r = solver.check("cex.find", region);
+  if (r.result != smt::Result::Sat)
+    return cex;
+  std::vector<std::string> order = symbolNames();
+  for (size_t d = 0; d < shape.rank(); ++d)
+    order.push_back("i!" + std::to_string(d));
+  smt::Model m = solver.shrink("cex", region, r.model, order);
+  for (auto &n : symbolNames())
+    if (auto v = m.get(n))
+      cex.sizes.push_back({n, *v});
+  for (size_t d = 0; d < shape.rank(); ++d)
+    cex.index.push_back(m.get("i!" + std::to_string(d)).value_or(0));
+  if (expected)
+    cex.expected = renderAt(*this, expected, m);
+  if (actual)
+    cex.actual = renderAt(*this, actual, m);
+  if (expected && actual) {
+    auto env = envOf(m);
+    for (size_t d = 0; d < shape.rank(); ++d)
+      env["i!" + std::to_string(d)] = cex.index[d];
+    double a = evaluate(expected, classes, env), b = evaluate(actual, classes, env);
+    cex.expectedValue = a;
+    cex.actualValue = b;
+    double tol = 1e-6 * (1 + std::abs(a) + std::abs(b));
+    cex.replayed = std::isfinite(a) && std::isfinite(b) && std::abs(a - b) > tol;
+  }
+  return cex;
+}
+
+void Session::checkObligations() {
+  for (auto &po : obligations) {
+    smt::Proof p = solver.prove("obligation", po.obl.cond);
+    if (p.proved())
+      continue;
+    Failure f{Failure::Obligation, "", po.node, "", po.module, "", {}, std::nullopt};
+    std::string where = po.rank >= 0 ? "rank " + std::to_string(po.rank) : "reference";
+    if (p.status == smt::Proof::Unknown) {
+      f.kind = Failure::SolverUnknown;
+      f.message = "could not decide that " + po.obl.what + " (" + where + "): " + p.reason;
+    } else {
+      f.message = po.obl.what + " fails (" + where + ")";
+      Counterexample cex;
+      cex.rank = po.rank;
+      smt::Model m = solver.shrink("obligation.cex", !po.obl.cond, p.counterexample, symbolNames());
+      for (auto &n : symbolNames())
+        if (auto v = m.get(n))
+          cex.sizes.push_back({n, *v});
+      f.cex = cex;
+      // The reference itself breaking means the spec admits sizes the model does
+      // not support: we cannot judge the implementation there.
+      f.refOp = po.rank == -1 && !po.node.empty() ? "reference" : "";
+    }
+    result.failures.push_back(f);
+  }
+}
+
+// Element term of the implementation side of an output for one placement.
+static llvm::Expected<std::vector<std::pair<int, std::pair<Term, Shape>>>>
+outputSides(Session &S, const std::string &name, const spec::Placement &pl) {
+  using K = spec::Placement::Kind;
+  int P = S.worldSize();
+  std::vector<std::pair<int, std::pair<Term, Shape>>> out;
+  auto rankTensor = [&](int r) -> llvm::Expected<std::pair<Term, Shape>> {
+    std::string rn = spec::Spec::rankName(name, pl, r);
+    auto id = S.ranks[r].find(rn);
+    if (!id)
+      return userError("rank " + std::to_string(r) + " (" + S.ranks[r].path + ") has no tensor '" + rn +
+                           "' for spec output '" + name + "'" + didYouMean(rn, S.ranks[r].valueNames()),
+                       pl.loc);
+    const ValueInfo &v = S.rankValues[r][*id];
+    if (!v.term)
+      return unsupportedError("rank " + std::to_string(r) + " tensor '" + rn + "': " +
+                              (v.unsupported.empty() ? "no element map" : v.unsupported));
+    return std::make_pair(v.term, *v.shape);
+  };
+  if (pl.kind == K::Relation) {
+    auto rel = S.compileRelation(*pl.relation);
+    if (!rel)
+      return rel.takeError();
+    out.push_back({-1, *rel});
+    return out;
+  }
+  std::vector<std::pair<Term, Shape>> parts;
+  for (int r = 0; r < P; ++r) {
+    auto t = rankTensor(r);
+    if (!t)
+      return t.takeError();
+    parts.push_back(*t);
+  }
+  if (pl.kind == K::Replicated) {
+    for (int r = 0; r < P; ++r)
+      out.push_back({r, parts[r]});
+    return out;
+  }
+  if (pl.kind == K::Partial) {
+    std::vector<Term> ts;
+    for (auto &p : parts)
+      ts.push_back(p.first);
+    out.push_back({-1, {mkAdd(ts), parts[0].second}});
+    return out;
+  }
+  // Shard: concatenation along the axis.
+  const Shape &s0 = parts[0].second;
+  int64_t axis = pl.axis < 0 ? pl.axis + static_cast<int64_t>(s0.rank()) : pl.axis;
+  if (axis < 0 || axis >= static_cast<int64_t>(s0.rank()))
+    return userError("spec output '" + name + "': shard axis out of range", pl.loc);
+  IndexVec iv = indexVars("i", static_cast<unsigned>(s0.rank()));
+  std::vector<Expr> off(P + 1, Expr::intConst(0));
+  for (int r = 0; r < P; ++r)
+    off[r + 1] = (off[r] + parts[r].second.dims[axis]).simplify();
+  Term t;
+  for (int r = P - 1; r >= 0; --r) {
+    IndexVec src = iv;
+    src[axis] = iv[axis] - off[r];
+    Term piece = instantiate(parts[r].first, iv, src, 0);
+    t = t ? mkSelect(iv[axis] < off[r + 1], piece, t) : piece;
+  }
+  Shape os = s0;
+  os.dims[axis] = off[P];
+  out.push_back({-1, {t, os}});
+  return out;
+}
+
+llvm::Error Session::checkOutputs() {
+  std::vector<std::string> refOutputs;
+  for (int id : ref.outputs)
+    refOutputs.push_back(ref.values[id].name);
+  for (auto &[name, pl] : spec.outputs)
+    if (std::find(refOutputs.begin(), refOutputs.end(), name) == refOutputs.end())
+      return userError("spec output '" + name + "' is not an output of the reference model" +
+                           didYouMean(name, refOutputs),
+                       pl.loc);
+  for (int id : ref.outputs) {
+    const std::string &name = ref.values[id].name;
+    const spec::Placement *pl = nullptr;
+    for (auto &[n, p] : spec.outputs)
+      if (n == name)
+        pl = &p;
+    if (!pl)
+      return userError("reference output '" + name + "' has no placement in the spec's outputs:", spec.referenceLoc);
+    OutputResult res;
+    res.tensor = name;
+    const ValueInfo &v = refValues[id];
+    if (!v.term) {
+      res.verdict = Verdict::Unknown;
+      res.detail = v.unsupported.empty() ? "no element map for the reference output" : v.unsupported;
+      result.outputs.push_back(res);
+      continue;
+    }
+    auto sides = outputSides(*this, name, *pl);
+    if (!sides) {
+      auto taken = takeError(sides.takeError());
+      if (taken.kind == ErrorKind::User)
+        return userError(taken.text);
+      res.verdict = Verdict::Unknown;
+      res.detail = taken.text;
+      result.outputs.push_back(res);
+      continue;
+    }
+    res.verdict = Verdict::Verified;
+    for (auto &[rank, side] : *sides) {
+      const Shape &shape = *v.shape;
+      // Shapes first: the implementation must produce the reference's shape.
+      bool shapeOk = side.second.rank() == shape.rank();
+      for (size_t d = 0; shapeOk && d < shape.rank(); ++d) {
+        smt::Proof p = solver.prove("output.shape", side.second.dims[d] == shape.dims[d]);
+        if (!p.proved()) {
+          shapeOk = false;
+          res.verdict = p.status == smt::Proof::Refuted ? Verdict::Refuted : Verdict::Unknown;
+          res.detail = "dim " + std::to_string(d) + " is " + side.second.dims[d].str() + " on the implementation, " +
+                       shape.dims[d].str() + " on the reference";
+        }
+      }
+      if (!shapeOk) {
+        Failure f{Failure::OutputMismatch, "output '" + name + "': " + res.detail, "", "", "", name, {}, std::nullopt};
+        result.failures.push_back(f);
+        break;
+      }
+      Prover::Scope sc(prover, bounds(shape));
+      Term a = v.term, b = prover.normalize(side.first, 0);
+      std::optional<Expr> diff;
+      unsigned expansions = 0;
+      while ((diff = prover.firstDifference(a, b, 0))) {
+        ClassId ca = Prover::highestComputed(a, classes), cb = Prover::highestComputed(b, classes);
+        ClassId none = static_cast<ClassId>(-1);
+        ClassId c = ca == none ? cb : cb == none ? ca : std::max(ca, cb);
+        if (c == none || ++expansions > opts.maxExpansion)
+          break;
+        a = prover.expandClass(a, c, 0);
+        b = prover.expandClass(b, c, 0);
+      }
+      if (!diff)
+        continue;
+      Counterexample cex = makeCounterexample(*diff, name, rank, shape, a, b);
+      std::string who = rank >= 0 ? " on rank " + std::to_string(rank) : "";
+      Failure f{Failure::OutputMismatch, "", "", "", "", name, {}, cex};
+      if (cex.replayed) {
+        res.verdict = Verdict::Refuted;
+        f.message = "output '" + name + "'" + who + " differs from the reference";
+      } else {
+        if (res.verdict != Verdict::Refuted)
+          res.verdict = Verdict::Unknown;
+        f.kind = Failure::SolverUnknown;
+        f.message = "could not prove output '" + name + "'" + who +
+                    " equal to the reference, and evaluating both sides at the point found gives the same number" +
+                    (prover.sawUnknown() ? " (" + prover.unknownReason() + ")" : "");
+      }
+      res.detail = f.message;
+      result.failures.push_back(f);
+      break; // one counterexample per output is enough
+    }
+    result.outputs.push_back(res);
+  }
+  return llvm::Error::success();
+}
+
+void Session::decide() {
+  bool refuted = false, unknown = false;
+  for (auto &o : result.outputs) {
+    refuted |= o.verdict == Verdict::Refuted;
+    unknown |= o.verdict == Verdict::Unknown;
+  }
+  for (auto &f : result.failures) {
+    if (f.kind == Failure::Obligation && f.refOp != "reference")
+      refuted = true;
+    else if (f.kind == Failure::Obligation || f.kind == Failure::Unsupported || f.kind == Failure::SolverUnknown)
+      unknown = true;
+  }
+  if (refuted) {
+    result.verdict = Verdict::Refuted;
+  } else if (unknown || result.outputs.empty()) {
+    result.verdict = Verdict::Unknown;
+  } else {
+    result.verdict = Verdict::Verified;
+    // Every output is proven: a reference node without a rank counterpart was
+    // only a different decomposition, not a bug.
+    std::vector<Failure> keep;
+    for (auto &f : result.failures)
+      if (f.kind == Failure::NoRelation)
+        result.notes.push_back(f.message + " (outputs proven regardless)");
+      else
+        keep.push_back(f);
+    result.failures = keep;
+  }
+  // The failure to show first: the first reference node without a relation,
+  // then output mismatches, then the rest.
+  std::stable_sort(result.failures.begin(), result.failures.end(), [](const Failure &a, const Failure &b) {
+    auto rankOf = [](const Failure &f) {
+      switch (f.kind) {
+      case Failure::NoRelation: return 0;
+      case Failure::Obligation: return 1;
+      case Failure::OutputMismatch: return 2;
+      case Failure::Unsupported: return 3;
+      case Failure::SolverUnknown: return 4;
+      }
+      return 5;
+    };
+    return rankOf(a) < rankOf(b);
+  });
+  if (result.verdict == Verdict::Verified) {
+    result.reason = "every reference output is rebuilt from the ranks' outputs for all admissible sizes";
+  } else if (!result.failures.empty()) {
+    result.reason = result.failures.front().message;
+  } else {
+    result.reason = "no output could be checked";
+  }
+  result.stats.solverQueries = solver.totalQueries();
+  result.stats.cacheHits = prover.cacheHits();
+}
+
+} // namespace shardproof::relation

@@ -1,0 +1,65 @@
+#include "Classes.h"
+
+#include <functional>
+
+namespace shardproof::relation {
+
+ClassId ClassTable::add(ClassInfo info) {
+  ClassId id = static_cast<ClassId>(classes_.size());
+  if (info.kind == ClassInfo::Compute && info.def)
+    bySkeleton_[info.def->skeleton].push_back(id);
+  classes_.push_back(std::move(info));
+  return id;
+}
+
+static bool sameShape(const ir::Shape &a, const ir::Shape &b) {
+  if (a.rank() != b.rank())
+    return false;
+  for (size_t d = 0; d < a.rank(); ++d)
+    if (!a.dims[d].same(b.dims[d]))
+      return false;
+  return true;
+}
+
+ClassId ClassTable::intern(ClassInfo info, bool &created) {
+  size_t h = info.def->hash;
+  for (ClassId c : byHash_[h]) {
+    if (ir::sameTerm(classes_[c].def, info.def) && sameShape(classes_[c].shape, info.shape)) {
+      created = false;
+      return c;
+    }
+  }
+  created = true;
+  ClassId id = add(std::move(info));
+  byHash_[h].push_back(id);
+  return id;
+}
+
+const std::vector<ClassId> &ClassTable::withSkeleton(size_t skeleton) const {
+  auto it = bySkeleton_.find(skeleton);
+  return it == bySkeleton_.end() ? none_ : it->second;
+}
+
+ClassId ClassTable::constant(const std::string &label, const std::vector<int64_t> &dims,
+                             const std::vector<double> &data) {
+  size_t h = std::hash<size_t>()(dims.size());
+  for (auto d : dims)
+    h = h * 31 + std::hash<int64_t>()(d);
+  for (auto v : data)
+    h = h * 131 + std::hash<double>()(v);
+  for (ClassId c : byContent_[h])
+    if (classes_[c].dataDims == dims && classes_[c].data == data)
+      return c;
+  ClassInfo info;
+  info.kind = ClassInfo::Constant;
+  info.label = label;
+  for (auto d : dims)
+    info.shape.dims.push_back(smt::Expr::intConst(d));
+  info.data = data;
+  info.dataDims = dims;
+  ClassId id = add(std::move(info));
+  byContent_[h].push_back(id);
+  return id;
+}
+
+} // namespace shardproof::relation

@@ -1,0 +1,53 @@
+// Internal: the tensor classes of the merged rank world.
+#pragma once
+
+#include "shardproof/ir/Graph.h"
+#include "shardproof/ir/Term.h"
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace shardproof::relation {
+
+using ir::ClassId;
+using ir::Term;
+
+struct ClassInfo {
+  enum Kind { Leaf, Constant, Compute } kind = Leaf;
+  std::string label;  // "w1@0", "x", "/fc1/MatMul_output_0@1"
+  ir::Shape shape;
+  Term def;           // Compute: element at pattern indices u!0.., over other classes
+  int rank = -1;      // -1: shared by every rank (replicated leaf, collective output)
+  std::string node;   // producing node on its first rank ("" for leaves)
+  std::string module;
+  std::vector<std::string> members; // "rank 0: /fc1/MatMul_output_0"
+  std::vector<double> data;          // Constant: values (row-major)
+  std::vector<int64_t> dataDims;
+};
+
+class ClassTable {
+public:
+  ClassId add(ClassInfo info);
+  const ClassInfo &operator[](ClassId c) const { return classes_[c]; }
+  ClassInfo &operator[](ClassId c) { return classes_[c]; }
+  size_t size() const { return classes_.size(); }
+
+  /// Hash-consing of computed classes: returns an existing class with the same
+  /// definition and shape, or creates one.
+  ClassId intern(ClassInfo info, bool &created);
+  /// Classes whose definition has this skeleton (candidates for matching).
+  const std::vector<ClassId> &withSkeleton(size_t skeleton) const;
+  /// Constant classes are keyed by content so reference and ranks share them.
+  ClassId constant(const std::string &label, const std::vector<int64_t> &dims, const std::vector<double> &data);
+  std::string label(ClassId c) const { return classes_[c].label; }
+
+private:
+  std::vector<ClassInfo> classes_;
+  std::unordered_map<size_t, std::vector<ClassId>> byHash_;
+  std::unordered_map<size_t, std::vector<ClassId>> bySkeleton_;
+  std::unordered_map<size_t, std::vector<ClassId>> byContent_;
+  std::vector<ClassId> none_;
+};
+
+} // namespace shardproof::relation

@@ -1,0 +1,152 @@
+// Numeric evaluation of element terms at concrete sizes: the independent check
+// that a counterexample is real. Leaf tensors get deterministic pseudo-random
+// values keyed by their label and index, so a replicated input reads the same
+// on every rank and in the reference.
+#include "Session.h"
+
+#include <cmath>
+#include <functional>
+
+namespace shardproof::relation {
+
+using smt::Expr;
+using namespace ir;
+
+namespace {
+
+struct Evaluator {
+  const ClassTable &classes;
+  std::map<std::string, int64_t> env;
+  std::map<std::pair<ClassId, std::vector<int64_t>>, double> memo;
+
+  int64_t index(const Expr &e) {
+    std::vector<Expr> from, to;
+    for (auto &n : e.vars()) {
+      auto it = env.find(n);
+      if (it == env.end())
+        return INT64_MIN;
+      from.push_back(Expr::intVar(n));
+      to.push_back(Expr::intConst(it->second));
+    }
+    auto v = e.substitute(from, to).simplify().asInt();
+    return v ? *v : INT64_MIN;
+  }
+
+  bool cond(const Expr &e) {
+    std::vector<Expr> from, to;
+    for (auto &n : e.vars()) {
+      from.push_back(Expr::intVar(n));
+      to.push_back(Expr::intConst(env.count(n) ? env[n] : 0));
+    }
+    return e.substitute(from, to).simplify().asBool().value_or(false);
+  }
+
+  static double leaf(const std::string &label, const std::vector<int64_t> &idx) {
+    size_t h = std::hash<std::string>()(label);
+    for (auto i : idx)
+      h = h * 1000003u ^ std::hash<int64_t>()(i);
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 32;
+    return static_cast<double>(h % 2000001) / 1000000.0 - 1.0; // in [-1, 1]
+  }
+
+  double read(ClassId c, const std::vector<int64_t> &idx) {
+    const ClassInfo &ci = classes[c];
+    for (size_t d = 0; d < idx.size(); ++d) {
+      int64_t dim = index(ci.shape.dims[d]);
+      if (idx[d] < 0 || (dim != INT64_MIN && idx[d] >= dim))
+        return NAN; // out of bounds: the term itself is wrong here
+    }
+    switch (ci.kind) {
+    case ClassInfo::Leaf: return leaf(ci.label, idx);
+    case ClassInfo::Constant: {
+      int64_t flat = 0;
+      for (size_t d = 0; d < idx.size(); ++d)
+        flat = flat * ci.dataDims[d] + idx[d];
+      return flat < static_cast<int64_t>(ci.data.size()) ? ci.data[flat] : NAN;
+    }
+    case ClassInfo::Compute: {
+      auto key = std::make_pair(c, idx);
+      if (auto it = memo.find(key); it != memo.end())
+        return it->second;
+      auto saved = env;
+      for (size_t d = 0; d < idx.size(); ++d)
+        env["u!" + std::to_string(d)] = idx[d];
+      double v = eval(ci.def);
+      env = saved;
+      memo[key] = v;
+      return v;
+    }
+    }
+    return NAN;
+  }
+
+  double eval(const Term &t) {
+    switch (t->kind) {
+    case TermKind::Const: return t->value;
+    case TermKind::Read: {
+      std::vector<int64_t> idx;
+      for (auto &e : t->idx) {
+        int64_t v = index(e);
+        if (v == INT64_MIN)
+          return NAN;
+        idx.push_back(v);
+      }
+      return read(t->cls, idx);
+    }
+    case TermKind::Select: return cond(t->cond) ? eval(t->args[0]) : eval(t->args[1]);
+    case TermKind::Sum: {
+      int64_t lo = index(t->lo), hi = index(t->hi);
+      if (lo == INT64_MIN || hi == INT64_MIN || hi - lo > 1000000)
+        return NAN;
+      std::string k = "k!" + std::to_string(t->level);
+      double s = 0;
+      for (int64_t v = lo; v < hi; ++v) {
+        env[k] = v;
+        s += eval(t->args[0]);
+      }
+      env.erase(k);
+      return s;
+    }
+    case TermKind::Apply: break;
+    }
+    std::vector<double> a;
+    for (auto &x : t->args)
+      a.push_back(eval(x));
+    switch (t->fn) {
+    case Fn::Add: { double s = 0; for (double x : a) s += x; return s; }
+    case Fn::Mul: { double p = 1; for (double x : a) p *= x; return p; }
+    case Fn::Recip: return 1.0 / a[0];
+    case Fn::Erf: return std::erf(a[0]);
+    case Fn::Tanh: return std::tanh(a[0]);
+    case Fn::Exp: return std::exp(a[0]);
+    case Fn::Log: return std::log(a[0]);
+    case Fn::Sqrt: return std::sqrt(a[0]);
+    case Fn::Sigmoid: return 1.0 / (1.0 + std::exp(-a[0]));
+    case Fn::Relu: return a[0] > 0 ? a[0] : 0;
+    case Fn::Abs: return std::fabs(a[0]);
+    case Fn::Pow: return std::pow(a[0], a[1]);
+    case Fn::Max2: return std::max(a[0], a[1]);
+    case Fn::Min2: return std::min(a[0], a[1]);
+    case Fn::Opaque: {
+      // An operator we do not model numerically: a fixed nonlinear function of
+      // its arguments, the same on both sides.
+      double s = std::hash<std::string>()(t->name) % 97 / 97.0;
+      for (double x : a)
+        s = std::sin(3 * s + 1.7 * x);
+      return s;
+    }
+    }
+    return NAN;
+  }
+};
+
+} // namespace
+
+double evaluate(const Term &t, const ClassTable &classes, const std::map<std::string, int64_t> &env) {
+  Evaluator e{classes, env, {}};
+  return e.eval(t);
+}
+
+} // namespace shardproof::relation

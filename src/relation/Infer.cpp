@@ -1,0 +1,139 @@
+// Relation inference over the reference graph: each reference tensor's element
+// term is built from its inputs' relations, then covered by rank classes.
+#include "Session.h"
+
+namespace shardproof::relation {
+
+using smt::Expr;
+using namespace ir;
+
+// A relation is "resolved" when it only moves, slices or sums rank tensors:
+// what the relation language (concat, slice, pad, sum) can say.
+static bool resolved(const Term &t) {
+  switch (t->kind) {
+  case TermKind::Const:
+  case TermKind::Read:
+    return true;
+  case TermKind::Select:
+    return resolved(t->args[0]) && resolved(t->args[1]);
+  case TermKind::Apply:
+    if (t->fn != Fn::Add)
+      return false;
+    for (auto &a : t->args)
+      if (!resolved(a))
+        return false;
+    return true;
+  case TermKind::Sum:
+    return false;
+  }
+  return false;
+}
+
+// The first region of `t` that is still an unresolved computation.
+static std::optional<std::pair<Expr, Term>> unresolvedRegion(const Term &t, const Expr &path) {
+  if (t->kind == TermKind::Select) {
+    if (auto r = unresolvedRegion(t->args[0], path && t->cond))
+      return r;
+    return unresolvedRegion(t->args[1], path && !t->cond);
+  }
+  if (resolved(t))
+    return std::nullopt;
+  return std::make_pair(path, t);
+}
+
+// Rank nodes that read the classes a term reads: the place to look when the
+// reference node finds no counterpart.
+static std::vector<std::string> nearbyRankNodes(Session &S, const Term &t, const std::string &op) {
+  std::vector<ClassId> reads;
+  collectReads(t, reads);
+  std::vector<std::string> out;
+  for (int r = 0; r < S.worldSize(); ++r) {
+    for (const Node &n : S.ranks[r].nodes) {
+      if (!op.empty() && n.opType != op)
+        continue;
+      bool touches = false;
+      for (int id : n.inputs) {
+        if (id < 0 || !S.rankValues[r][id].term)
+          continue;
+        std::vector<ClassId> in;
+        collectReads(S.rankValues[r][id].term, in);
+        for (ClassId c : in)
+          if (std::find(reads.begin(), reads.end(), c) != reads.end())
+            touches = true;
+      }
+      if (touches) {
+        out.push_back("rank " + std::to_string(r) + ": " + n.name + " (" + n.opType + ")");
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+llvm::Error Session::inferReference() {
+  for (int id : ref.inputs) {
+    RelationRow row;
+    row.tensor = ref.values[id].name;
+    row.status = RelationRow::Input;
+    row.relation = refValues[id].term ? render(refValues[id].term) : "?";
+    result.rows.push_back(row);
+  }
+  bool reportedUnresolved = false;
+  for (const Node &n : ref.nodes) {
+    ++result.stats.refNodes;
+    if (const OpDef *d = lookupOp(n.domain, n.opType); d && d->cls == OpClass::Collective)
+      return userError("reference model " + ref.path + " contains the collective " + describe(n) +
+                       "; the reference must be the single-device model");
+    if (auto e = evalNode(ref, n, refValues, -1))
+      return e;
+    const OpDef *def = lookupOp(n.domain, n.opType);
+    for (int o : n.outputs) {
+      ValueInfo &v = refValues[o];
+      RelationRow row;
+      row.tensor = ref.values[o].name;
+      row.node = n.name;
+      row.op = n.opType;
+      row.module = n.modulePath();
+      if (!v.term) {
+        if (!v.unsupported.empty()) {
+          row.status = RelationRow::Unsupported;
+          row.relation = v.unsupported;
+          Failure f{Failure::Unsupported, v.unsupported + " at node " + describe(n), n.name, n.opType,
+                    n.modulePath(), ref.values[o].name, {}, std::nullopt};
+          result.failures.push_back(f);
+          result.rows.push_back(row);
+        }
+        continue; // shape data: no element relation needed
+      }
+      if (def && def->cls == OpClass::View) {
+        row.status = RelationRow::View;
+      } else {
+        Prover::Scope sc(prover, bounds(*v.shape));
+        unsigned matches = 0;
+        v.term = prover.cover(v.term, 0, matches);
+        result.stats.matches += matches;
+        row.status = resolved(v.term) ? RelationRow::Matched : RelationRow::Unmatched;
+      }
+      ++result.stats.relations;
+      row.relation = render(v.term);
+      if (row.status == RelationRow::Unmatched && !reportedUnresolved) {
+        reportedUnresolved = true;
+        Failure f{Failure::NoRelation, "", n.name, n.opType, n.modulePath(), ref.values[o].name, {}, std::nullopt};
+        f.rankNodes = nearbyRankNodes(*this, v.term, n.opType);
+        auto region = unresolvedRegion(v.term, bounds(*v.shape));
+        f.message = "no rank tensor computes reference tensor '" + ref.values[o].name + "' of " + describe(n);
+        if (region) {
+          Counterexample cex = makeCounterexample(region->first, ref.values[o].name, -1, *v.shape, region->second, nullptr);
+          f.cex = cex;
+          if (!cex.index.empty() && !sameTerm(region->second, v.term))
+            f.message += " everywhere: some elements have no counterpart";
+        }
+        result.failures.push_back(f);
+      }
+      result.rows.push_back(row);
+    }
+  }
+  return llvm::Error::success();
+}
+
+} // namespace shardproof::relation

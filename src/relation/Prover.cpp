@@ -1,0 +1,505 @@
+#include "Prover.h"
+
+#include "shardproof/support/Error.h"
+
+namespace shardproof::relation {
+
+using smt::Expr;
+using namespace ir;
+
+static std::vector<unsigned> ids(const std::vector<Expr> &xs) {
+  std::vector<unsigned> out;
+  for (auto &x : xs)
+    out.push_back(x.id());
+  return out;
+}
+
+bool Prover::implies(const Expr &cond, const char *query) {
+  Expr c = cond.simplify();
+  if (auto b = c.asBool())
+    return *b;
+  for (auto &p : path_)
+    if (p.same(c))
+      return true;
+  auto key = std::make_pair(ids(path_), c.id());
+  if (auto it = impliesCache_.find(key); it != impliesCache_.end()) {
+    ++cacheHits_;
+    return it->second;
+  }
+  smt::Proof pr = solver_.prove(query, smt::implies(pathCond(), c));
+  if (pr.status == smt::Proof::Unknown) {
+    sawUnknown_ = true;
+    unknownReason_ = std::string(query) + ": " + pr.reason;
+  }
+  bool r = pr.proved();
+  impliesCache_[key] = r;
+  return r;
+}
+
+bool Prover::feasible(const Expr &cond, const char *query) {
+  Expr c = cond.simplify();
+  if (auto b = c.asBool(); b && !*b)
+    return false;
+  auto key = std::make_pair(ids(path_), c.id());
+  if (auto it = feasibleCache_.find(key); it != feasibleCache_.end()) {
+    ++cacheHits_;
+    return it->second;
+  }
+  smt::CheckResult r = solver_.check(query, pathCond() && c);
+  bool f = r.result != smt::Result::Unsat; // unknown counts as feasible: keeps the region
+  feasibleCache_[key] = f;
+  return f;
+}
+
+// c <=> k < m (first = true) or c <=> k >= m (first = false), for the bound variable k.
+static std::optional<std::pair<Expr, bool>> splitPoint(const Expr &cond, const std::string &k) {
+  bool negate = false;
+  Expr c = cond;
+  if (auto n = c.asNot()) {
+    negate = true;
+    c = *n;
+  }
+  auto cmp = c.asCmp();
+  if (!cmp)
+    return std::nullopt;
+  auto [op, a, b] = *cmp;
+  auto aff = (a - b).simplify().affineIn(k);
+  if (!aff || (aff->first != 1 && aff->first != -1))
+    return std::nullopt;
+  Expr rest = aff->second;
+  Expr m;
+  bool less;
+  using C = Expr::Cmp;
+  if (aff->first == 1) { // k + rest OP 0
+    switch (op) {
+    case C::LT: m = -rest; less = true; break;
+    case C::LE: m = Expr::intConst(1) - rest; less = true; break;
+    case C::GT: m = Expr::intConst(1) - rest; less = false; break;
+    case C::GE: m = -rest; less = false; break;
+    default: return std::nullopt;
+    }
+  } else { // -k + rest OP 0
+    switch (op) {
+    case C::LT: m = rest + 1; less = false; break;
+    case C::LE: m = rest; less = false; break;
+    case C::GT: m = rest; less = true; break;
+    case C::GE: m = rest + 1; less = true; break;
+    default: return std::nullopt;
+    }
+  }
+  return std::make_pair(m.simplify(), negate ? !less : less);
+}
+
+Term Prover::normalize(const Term &t, int level) {
+  switch (t->kind) {
+  case TermKind::Const:
+  case TermKind::Read:
+    return t;
+  case TermKind::Select: {
+    Expr c = t->cond.simplify();
+    if (implies(c, "select.resolve"))
+      return normalize(t->args[0], level);
+    if (implies(!c, "select.resolve"))
+      return normalize(t->args[1], level);
+    Term a, b;
+    {
+      Scope s(*this, c);
+      a = normalize(t->args[0], level);
+    }
+    {
+      Scope s(*this, !c);
+      b = normalize(t->args[1], level);
+    }
+    return mkSelect(c, a, b);
+  }
+  case TermKind::Apply: {
+    std::vector<Term> args;
+    for (auto &a : t->args)
+      args.push_back(normalize(a, level));
+    // Index selects move to the top, so every leaf of the result is Select-free.
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i]->kind != TermKind::Select)
+        continue;
+      auto thenArgs = args, elseArgs = args;
+      thenArgs[i] = args[i]->args[0];
+      elseArgs[i] = args[i]->args[1];
+      return normalize(mkSelect(args[i]->cond, mkApply(t->fn, thenArgs, t->name),
+                                mkApply(t->fn, elseArgs, t->name)),
+                       level);
+    }
+    return mkApply(t->fn, std::move(args), t->name);
+  }
+  case TermKind::Sum:
+    return normalizeSum(t, level);
+  }
+  return t;
+}
+
+Term Prover::normalizeSum(const Term &t, int level) {
+  static thread_local int depth = 0;
+  struct Guard {
+    Guard() { ++depth; }
+    ~Guard() { --depth; }
+  } guard;
+  int L = t->level;
+  Expr k = boundVar(L);
+  std::string kName = "k!" + std::to_string(L);
+  Expr lo = t->lo, hi = t->hi;
+  Term body;
+  {
+    Scope s(*this, lo <= k && k < hi);
+    body = normalize(t->args[0], L + 1);
+  }
+  if (body->kind == TermKind::Select && depth < 64) {
+    const Expr &c = body->cond;
+    if (!c.mentions(kName))
+      return normalize(mkSelect(c, mkSum(L, lo, hi, body->args[0]), mkSum(L, lo, hi, body->args[1])), level);
+    if (auto sp = splitPoint(c, kName)) {
+      // The reduction range splits where the condition flips: sum over [lo, m) of
+      // one branch plus sum over [m, hi) of the other.
+      Expr m = sp->first;
+      if (!(implies(lo <= m, "sum.split") && implies(m <= hi, "sum.split")))
+        m = min(max(m, lo), hi);
+      Term first = sp->second ? body->args[0] : body->args[1];
+      Term second = sp->second ? body->args[1] : body->args[0];
+      return normalize(mkAdd({mkSum(L, lo, m, first), mkSum(L, m, hi, second)}), level);
+    }
+  }
+  if (!lo.asInt() || *lo.asInt() != 0) {
+    body = substitute(body, {k}, {k + lo});
+    hi = (hi - lo).simplify();
+    lo = Expr::intConst(0);
+  }
+  if (implies(hi <= Expr::intConst(0), "sum.empty"))
+    return mkConst(0);
+  return mkSum(L, lo, hi, body);
+}
+
+// --- matching -------------------------------------------------------------------
+
+bool Prover::equalExpr(const Expr &a, const Expr &b) {
+  if (a.same(b))
+    return true;
+  Expr d = (a - b).simplify();
+  if (auto v = d.asInt())
+    return *v == 0;
+  return implies(a == b, "index.equal");
+}
+
+bool Prover::unifyIndex(const Expr &p0, const Expr &t, std::vector<Expr> &binding,
+                        const std::vector<Expr> &vars) {
+  std::vector<Expr> from, to;
+  for (size_t v = 0; v < vars.size(); ++v)
+    if (binding[v].isValid()) {
+      from.push_back(vars[v]);
+      to.push_back(binding[v]);
+    }
+  Expr p = p0.substitute(from, to).simplify();
+  int freeVar = -1, nFree = 0;
+  for (size_t v = 0; v < vars.size(); ++v)
+    if (!binding[v].isValid() && p.mentions(*vars[v].asVar())) {
+      freeVar = static_cast<int>(v);
+      ++nFree;
+    }
+  if (nFree == 0)
+    return equalExpr(p, t);
+  if (nFree > 1)
+    return false;
+  auto aff = p.affineIn(*vars[freeVar].asVar());
+  if (!aff)
+    return false;
+  if (aff->first == 1)
+    binding[freeVar] = (t - aff->second).simplify();
+  else if (aff->first == -1)
+    binding[freeVar] = (aff->second - t).simplify();
+  else
+    return false;
+  return true;
+}
+
+bool Prover::unify(const Term &p, const Term &t, std::vector<Expr> &binding,
+                   const std::vector<Expr> &vars, int level) {
+  if (p->kind != t->kind || p->args.size() != t->args.size() || p->skeleton != t->skeleton)
+    return false;
+  switch (p->kind) {
+  case TermKind::Const:
+    return p->value == t->value;
+  case TermKind::Read: {
+    if (p->cls != t->cls || p->idx.size() != t->idx.size())
+      return false;
+    // Index positions whose pattern mentions several unbound variables wait for
+    // the others to bind them.
+    std::vector<size_t> pending;
+    for (size_t d = 0; d < p->idx.size(); ++d)
+      pending.push_back(d);
+    while (!pending.empty()) {
+      std::vector<size_t> next;
+      for (size_t d : pending) {
+        size_t before = 0;
+        for (auto &b : binding)
+          before += b.isValid();
+        std::vector<Expr> snapshot = binding;
+        if (unifyIndex(p->idx[d], t->idx[d], binding, vars))
+          continue;
+        size_t after = 0;
+        for (auto &b : binding)
+          after += b.isValid();
+        (void)after;
+        binding = snapshot;
+        // Fails outright unless it is waiting on unbound variables.
+        bool waits = false;
+        for (size_t v = 0; v < vars.size(); ++v)
+          if (!binding[v].isValid() && p->idx[d].mentions(*vars[v].asVar()))
+            waits = true;
+        if (!waits)
+          return false;
+        next.push_back(d);
+        (void)before;
+      }
+      if (next.size() == pending.size())
+        return false; // no progress
+      pending = next;
+    }
+    return true;
+  }
+  case TermKind::Apply:
+    if (p->fn != t->fn || p->name != t->name)
+      return false;
+    for (size_t i = 0; i < p->args.size(); ++i)
+      if (!unify(p->args[i], t->args[i], binding, vars, level))
+        return false;
+    return true;
+  case TermKind::Sum: {
+    if (p->level != t->level)
+      return false;
+    if (!unifyIndex(p->lo, t->lo, binding, vars) || !unifyIndex(p->hi, t->hi, binding, vars))
+      return false;
+    Scope s(*this, Expr::intConst(0) <= boundVar(t->level) && boundVar(t->level) < t->hi);
+    return unify(p->args[0], t->args[0], binding, vars, level + 1);
+  }
+  case TermKind::Select: {
+    if (!unify(p->args[0], t->args[0], binding, vars, level) ||
+        !unify(p->args[1], t->args[1], binding, vars, level))
+      return false;
+    std::vector<Expr> from, to;
+    for (size_t v = 0; v < vars.size(); ++v)
+      if (binding[v].isValid()) {
+        from.push_back(vars[v]);
+        to.push_back(binding[v]);
+      }
+    Expr pc = p->cond.substitute(from, to).simplify();
+    return pc.same(t->cond) || implies(pc == t->cond, "select.cond.equal");
+  }
+  }
+  return false;
+}
+
+std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches) {
+  const auto &cands = classes_.withSkeleton(t->skeleton);
+  if (cands.empty())
+    return std::nullopt;
+  std::vector<std::pair<Expr, Term>> pieces;
+  Expr remaining = Expr::boolConst(true);
+  bool covered = false;
+  for (ClassId c : cands) {
+    const ClassInfo &ci = classes_[c];
+    Term pattern = relevel(ci.def, 0, level);
+    std::vector<Expr> vars;
+    for (size_t d = 0; d < ci.shape.rank(); ++d)
+      vars.push_back(indexVar("u", static_cast<unsigned>(d)));
+    std::vector<Expr> binding(vars.size());
+    Scope s(*this, remaining);
+    if (!unify(pattern, t, binding, vars, level))
+      continue;
+    IndexVec at;
+    std::vector<Expr> inBounds;
+    for (size_t d = 0; d < vars.size(); ++d) {
+      // An index the definition ignores (broadcast) may take any in-range value.
+      Expr b = binding[d].isValid() ? binding[d] : Expr::intConst(0);
+      at.push_back(b);
+      inBounds.push_back(inRange(b, Expr::intConst(0), ci.shape.dims[d]));
+    }
+    Expr region = smt::conj(inBounds).simplify();
+    Term read = mkRead(c, at);
+    if (implies(region, "match.bounds")) {
+      pieces.push_back({Expr::boolConst(true), read});
+      covered = true;
+      break;
+    }
+    if (feasible(region, "match.region")) {
+      pieces.push_back({region, read});
+      remaining = (remaining && !region).simplify();
+    }
+  }
+  if (pieces.empty())
+    return std::nullopt;
+  ++matches;
+  Term result = t;
+  if (!covered) {
+    Scope s(*this, remaining);
+    // The whole path may be covered by the union of partial regions.
+    if (!feasible(Expr::boolConst(true), "match.rest"))
+      result = pieces.back().second, pieces.pop_back();
+  }
+  for (auto it = pieces.rbegin(); it != pieces.rend(); ++it)
+    result = mkSelect(it->first, it->second, result);
+  return result;
+}
+
+Term Prover::cover(const Term &t, int level, unsigned &matches) {
+  switch (t->kind) {
+  case TermKind::Const:
+  case TermKind::Read:
+    return t;
+  case TermKind::Select: {
+    Term a, b;
+    {
+      Scope s(*this, t->cond);
+      a = cover(t->args[0], level, matches);
+    }
+    {
+      Scope s(*this, !t->cond);
+      b = cover(t->args[1], level, matches);
+    }
+    return mkSelect(t->cond, a, b);
+  }
+  default:
+    break;
+  }
+  if (auto r = tryMatch(t, level, matches))
+    return *r;
+  // No class computes the whole term: cover its parts, then try again (a sum of
+  // matched partial products may be a collective's output).
+  Term rebuilt;
+  if (t->kind == TermKind::Apply) {
+    std::vector<Term> args;
+    for (auto &a : t->args)
+      args.push_back(cover(a, level, matches));
+    rebuilt = mkApply(t->fn, std::move(args), t->name);
+  } else {
+    Expr k = boundVar(t->level);
+    Term body;
+    {
+      Scope s(*this, Expr::intConst(0) <= k && k < t->hi);
+      body = cover(t->args[0], level + 1, matches);
+    }
+    rebuilt = mkSum(t->level, t->lo, t->hi, body);
+  }
+  if (sameTerm(rebuilt, t))
+    return t;
+  Term n = normalize(rebuilt, level);
+  if (n->kind == TermKind::Select)
+    return cover(n, level, matches);
+  if (auto r = tryMatch(n, level, matches))
+    return *r;
+  return n;
+}
+
+// --- equality -----------------------------------------------------------------------
+
+std::optional<Expr> Prover::firstDifference(const Term &a, const Term &b, int level) {
+  if (sameTerm(a, b))
+    return std::nullopt;
+  auto split = [&](const Term &sel, bool selIsA) -> std::optional<Expr> {
+    const Expr &c = sel->cond;
+    for (int branch = 0; branch < 2; ++branch) {
+      Expr cc = branch == 0 ? c : !c;
+      if (implies(!cc, "equal.prune"))
+        continue;
+      Scope s(*this, cc);
+      const Term &x = sel->args[branch];
+      Term other = normalize(selIsA ? b : a, level);
+      auto d = selIsA ? firstDifference(x, other, level) : firstDifference(other, x, level);
+      if (d)
+        return d;
+    }
+    return std::nullopt;
+  };
+  if (a->kind == TermKind::Select)
+    return split(a, true);
+  if (b->kind == TermKind::Select)
+    return split(b, false);
+  auto diff = [&]() -> std::optional<Expr> { return pathCond(); };
+  if (a->kind != b->kind || a->args.size() != b->args.size())
+    return diff();
+  switch (a->kind) {
+  case TermKind::Const:
+    return a->value == b->value ? std::nullopt : diff();
+  case TermKind::Read:
+    if (a->cls != b->cls || a->idx.size() != b->idx.size())
+      return diff();
+    for (size_t d = 0; d < a->idx.size(); ++d)
+      if (!equalExpr(a->idx[d], b->idx[d]))
+        return (pathCond() && a->idx[d] != b->idx[d]).simplify();
+    return std::nullopt;
+  case TermKind::Apply:
+    if (a->fn != b->fn || a->name != b->name)
+      return diff();
+    for (size_t i = 0; i < a->args.size(); ++i)
+      if (auto d = firstDifference(a->args[i], b->args[i], level))
+        return d;
+    return std::nullopt;
+  case TermKind::Sum: {
+    if (!equalExpr(a->hi, b->hi))
+      return (pathCond() && a->hi != b->hi).simplify();
+    Expr k = boundVar(a->level);
+    Scope s(*this, Expr::intConst(0) <= k && k < a->hi);
+    return firstDifference(a->args[0], b->args[0], level + 1);
+  }
+  case TermKind::Select:
+    break;
+  }
+  return diff();
+}
+
+bool Prover::equal(const Term &a, const Term &b, int level) { return !firstDifference(a, b, level); }
+
+ClassId Prover::highestComputed(const Term &t, const ClassTable &classes) {
+  std::vector<ClassId> reads;
+  collectReads(t, reads);
+  ClassId best = 0;
+  bool any = false;
+  for (ClassId c : reads)
+    if (classes[c].kind == ClassInfo::Compute && (!any || c > best)) {
+      best = c;
+      any = true;
+    }
+  return any ? best : static_cast<ClassId>(-1);
+}
+
+static Term expandAt(const Term &t, ClassId c, const ClassTable &classes, int level) {
+  switch (t->kind) {
+  case TermKind::Const: return t;
+  case TermKind::Read: {
+    if (t->cls != c)
+      return t;
+    const ClassInfo &ci = classes[c];
+    return instantiate(ci.def, indexVars("u", static_cast<unsigned>(ci.shape.rank())), t->idx, level);
+  }
+  case TermKind::Apply: {
+    std::vector<Term> args;
+    for (auto &a : t->args)
+      args.push_back(expandAt(a, c, classes, level));
+    return mkApply(t->fn, std::move(args), t->name);
+  }
+  case TermKind::Sum:
+    return mkSum(t->level, t->lo, t->hi, expandAt(t->args[0], c, classes, t->level + 1));
+  case TermKind::Select:
+    return mkSelect(t->cond, expandAt(t->args[0], c, classes, level), expandAt(t->args[1], c, classes, level));
+  }
+  return t;
+}
+
+Term Prover::expandClass(const Term &t, ClassId c, int level) {
+  return normalize(expandAt(t, c, classes_, level), level);
+}
+
+bool Prover::expandHighest(Term &t, ClassId &highest) {
+  highest = highestComputed(t, classes_);
+  if (highest == static_cast<ClassId>(-1))
+    return false;
+  t = expandClass(t, highest, 0);
+  return true;
+}
+
+} // namespace shardproof::relation

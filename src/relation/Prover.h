@@ -1,0 +1,84 @@
+// Internal: reasoning on element terms under a path of index conditions.
+//  - normalize: lift index Selects to the top, split reductions at the points
+//    where a Select's condition changes, start every reduction at 0;
+//  - cover: rewrite a reference term into reads of rank classes whose
+//    definitions match it (unification of index expressions), per region;
+//  - equal: decide whether two terms agree everywhere under the path.
+// Index facts are decided syntactically first and by Z3 otherwise, with a cache.
+#pragma once
+
+#include "Classes.h"
+
+#include "smt/Solver.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardproof::relation {
+
+struct Region {
+  smt::Expr cond;  // where this piece applies (under the path)
+  Term term;       // the covered term there
+};
+
+class Prover {
+public:
+  Prover(smt::Solver &solver, ClassTable &classes) : solver_(solver), classes_(classes) {}
+
+  // --- path of assumptions about index variables ---------------------------
+  void push(const smt::Expr &c) { path_.push_back(c); }
+  void pop() { path_.pop_back(); }
+  struct Scope {
+    Prover &p;
+    Scope(Prover &p, const smt::Expr &c) : p(p) { p.push(c); }
+    ~Scope() { p.pop(); }
+  };
+  smt::Expr pathCond() const { return smt::conj(path_); }
+
+  /// Does `c` hold everywhere on the path? (false also when the solver gives up:
+  /// callers only use a `true` as a fact.)
+  bool implies(const smt::Expr &c, const char *query);
+  /// Is there a point on the path where `c` holds?
+  bool feasible(const smt::Expr &c, const char *query);
+  /// Did a query end in unknown/timeout since the last reset? (Soundness: a
+  /// comparison that needed such a query never counts as proved.)
+  bool sawUnknown() const { return sawUnknown_; }
+  std::string unknownReason() const { return unknownReason_; }
+
+  Term normalize(const Term &t, int level);
+  Term cover(const Term &t, int level, unsigned &matches);
+  /// Structural equality modulo index arithmetic, under the path.
+  bool equal(const Term &a, const Term &b, int level);
+  /// First region (leaf of the Select structure of both sides) where a and b
+  /// are not shown equal; nullopt if equal everywhere.
+  std::optional<smt::Expr> firstDifference(const Term &a, const Term &b, int level);
+  /// Replaces reads of computed classes by their definitions, for the
+  /// highest-numbered computed class read in `t` (one layer); false if none.
+  bool expandHighest(Term &t, ClassId &highest);
+  static ClassId highestComputed(const Term &t, const ClassTable &classes);
+  Term expandClass(const Term &t, ClassId c, int level);
+
+  smt::Solver &solver() { return solver_; }
+  unsigned cacheHits() const { return cacheHits_; }
+
+private:
+  Term normalizeSum(const Term &t, int level);
+  std::optional<Term> tryMatch(const Term &t, int level, unsigned &matches);
+  bool unify(const Term &pattern, const Term &t, std::vector<smt::Expr> &binding,
+             const std::vector<smt::Expr> &vars, int level);
+  bool unifyIndex(const smt::Expr &p, const smt::Expr &t, std::vector<smt::Expr> &binding,
+                  const std::vector<smt::Expr> &vars);
+  bool equalExpr(const smt::Expr &a, const smt::Expr &b);
+
+  smt::Solver &solver_;
+  ClassTable &classes_;
+  std::vector<smt::Expr> path_;
+  std::map<std::pair<std::vector<unsigned>, unsigned>, bool> impliesCache_, feasibleCache_;
+  unsigned cacheHits_ = 0;
+  bool sawUnknown_ = false;
+  std::string unknownReason_;
+};
+
+} // namespace shardproof::relation

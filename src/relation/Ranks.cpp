@@ -1,0 +1,213 @@
+// The rank graphs, walked in lock-step so that each collective sees the
+// matching call on every rank; computed tensors become hash-consed classes.
+#include "Session.h"
+
+namespace shardproof::relation {
+
+using smt::Expr;
+using namespace ir;
+
+static bool isPure(const Term &t) {
+  if (t->kind == TermKind::Apply || t->kind == TermKind::Sum)
+    return false;
+  for (auto &a : t->args)
+    if (!isPure(a))
+      return false;
+  return true;
+}
+
+static bool isCollective(const Node &n) {
+  const OpDef *d = lookupOp(n.domain, n.opType);
+  return d && d->cls == OpClass::Collective;
+}
+
+static std::string collectiveKind(const Node &n) {
+  std::string op = n.opType;
+  if (op == "AllReduce") {
+    const Attribute *a = n.attr("op");
+    op += ":" + (a && a->kind == Attribute::Kind::String ? a->s : std::string("sum"));
+  }
+  return op;
+}
+
+// Turns the element term of a computed rank tensor into a class read.
+static void internValue(Session &S, int r, const Node &n, int out) {
+  ValueInfo &v = S.rankValues[r][out];
+  if (!v.term || isPure(v.term))
+    return; // views stay as index remaps of their inputs
+  IndexVec iv = indexVars("i", static_cast<unsigned>(v.shape->rank()));
+  IndexVec uv = indexVars("u", static_cast<unsigned>(v.shape->rank()));
+  ClassInfo ci;
+  ci.kind = ClassInfo::Compute;
+  ci.def = substitute(v.term, {iv.begin(), iv.end()}, {uv.begin(), uv.end()});
+  ci.shape = *v.shape;
+  ci.rank = r;
+  ci.node = n.name;
+  ci.module = n.modulePath();
+  ci.label = S.ranks[r].values[out].name + "@" + std::to_string(r);
+  bool created = false;
+  ClassId c = S.classes.intern(ci, created);
+  if (!created && S.classes[c].rank != r && S.classes[c].rank >= 0) {
+    // The same computation on several ranks: one class, shared.
+    auto &info = S.classes[c];
+    info.rank = -1;
+    if (auto at = info.label.rfind('@'); at != std::string::npos)
+      info.label = info.label.substr(0, at) + "@*";
+  }
+  S.classes[c].members.push_back("rank " + std::to_string(r) + ": " + S.ranks[r].values[out].name);
+  v.term = mkRead(c, iv);
+}
+
+static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &calls) {
+  int P = S.worldSize();
+  const Node &n0 = *calls[0];
+  std::string kind = collectiveKind(n0);
+  for (int r = 1; r < P; ++r)
+    if (collectiveKind(*calls[r]) != kind)
+      return userError("collectives differ across ranks: rank 0 calls " + kind + " at " + describe(n0) +
+                       " but rank " + std::to_string(r) + " calls " + collectiveKind(*calls[r]) + " at " +
+                       describe(*calls[r]) + " (the ranks would deadlock)");
+  // Shapes (per rank) via the op table, and each rank's input term.
+  std::vector<Term> ins(P);
+  std::vector<Shape> shapes(P);
+  for (int r = 0; r < P; ++r) {
+    const Node &n = *calls[r];
+    if (auto e = S.evalNode(S.ranks[r], n, S.rankValues[r], r))
+      return e;
+    if (n.inputs.empty() || n.inputs[0] < 0)
+      return userError("rank " + std::to_string(r) + ": collective " + describe(n) + " has no input");
+    const ValueInfo &v = S.rankValues[r][n.inputs[0]];
+    if (!v.term || !v.shape) {
+      for (int o : n.outputs)
+        S.rankValues[r][o].unsupported = v.unsupported.empty() ? "input of " + describe(n) + " unknown" : v.unsupported;
+      return llvm::Error::success();
+    }
+    ins[r] = v.term;
+    shapes[r] = *v.shape;
+  }
+  const Shape &s0 = shapes[0];
+  for (int r = 1; r < P; ++r) {
+    if (shapes[r].rank() != s0.rank())
+      return userError("collective " + describe(n0) + ": ranks pass tensors of different rank");
+  }
+  IndexVec iv = indexVars("i", static_cast<unsigned>(s0.rank()));
+  auto readRank = [&](int r, const IndexVec &idx) { return instantiate(ins[r], iv, idx, 0); };
+  std::string op = n0.opType;
+  if (op == "AllReduce") {
+    for (int r = 1; r < P; ++r)
+      for (size_t d = 0; d < s0.rank(); ++d)
+        S.obligations.push_back({{"ranks pass equal shapes to " + describe(n0) + " (dim " + std::to_string(d) + ")",
+                                  shapes[r].dims[d] == s0.dims[d]},
+                                 r, calls[r]->name, calls[r]->modulePath()});
+    Term t;
+    for (int r = 0; r < P; ++r) {
+      Term x = readRank(r, iv);
+      if (!t)
+        t = x;
+      else if (kind == "AllReduce:sum")
+        t = mkAdd({t, x});
+      else
+        t = mkApply(kind == "AllReduce:max" ? Fn::Max2 : Fn::Min2, {t, x});
+    }
+    for (int r = 0; r < P; ++r) {
+      int out = calls[r]->outputs[0];
+      Prover::Scope sc(S.prover, Session::bounds(s0));
+      S.rankValues[r][out].term = S.prover.normalize(t, 0);
+      S.rankValues[r][out].shape = s0;
+      internValue(S, r, *calls[r], out);
+    }
+    return llvm::Error::success();
+  }
+  int64_t axis = attrInt(n0, "axis", 0);
+  if (axis < 0)
+    axis += static_cast<int64_t>(s0.rank());
+  if (op == "AllGather") {
+    // Concatenation of the ranks' inputs along `axis`, in rank order.
+    std::vector<Expr> off(P + 1, Expr::intConst(0));
+    for (int r = 0; r < P; ++r)
+      off[r + 1] = (off[r] + shapes[r].dims[axis]).simplify();
+    Term t;
+    for (int r = P - 1; r >= 0; --r) {
+      IndexVec src = iv;
+      src[axis] = iv[axis] - off[r];
+      Term piece = readRank(r, src);
+      t = t ? mkSelect(iv[axis] < off[r + 1], piece, t) : piece;
+    }
+    Shape os = s0;
+    os.dims[axis] = off[P];
+    for (int r = 0; r < P; ++r) {
+      int out = calls[r]->outputs[0];
+      Prover::Scope sc(S.prover, Session::bounds(os));
+      S.rankValues[r][out].term = S.prover.normalize(t, 0);
+      S.rankValues[r][out].shape = os;
+    }
+    return llvm::Error::success();
+  }
+  if (op == "ReduceScatter") {
+    Expr chunk = floorDiv(s0.dims[axis], Expr::intConst(P));
+    Shape os = s0;
+    os.dims[axis] = chunk;
+    for (int r = 0; r < P; ++r) {
+      IndexVec src = iv;
+      src[axis] = iv[axis] + chunk * r;
+      Term t;
+      for (int q = 0; q < P; ++q)
+        t = t ? mkAdd({t, readRank(q, src)}) : readRank(q, src);
+      int out = calls[r]->outputs[0];
+      Prover::Scope sc(S.prover, Session::bounds(os));
+      S.rankValues[r][out].term = S.prover.normalize(t, 0);
+      S.rankValues[r][out].shape = os;
+      internValue(S, r, *calls[r], out);
+    }
+    return llvm::Error::success();
+  }
+  for (int r = 0; r < P; ++r)
+    for (int o : calls[r]->outputs)
+      S.rankValues[r][o].unsupported = "unsupported collective " + describe(*calls[r]);
+  return llvm::Error::success();
+}
+
+llvm::Error Session::buildRanks() {
+  int P = worldSize();
+  std::vector<size_t> at(P, 0);
+  while (true) {
+    for (int r = 0; r < P; ++r) {
+      const Graph &g = ranks[r];
+      while (at[r] < g.nodes.size() && !isCollective(g.nodes[at[r]])) {
+        const Node &n = g.nodes[at[r]];
+        if (auto e = evalNode(g, n, rankValues[r], r))
+          return e;
+        for (int o : n.outputs)
+          internValue(*this, r, n, o);
+        ++result.stats.rankNodes;
+        ++at[r];
+      }
+    }
+    int done = 0;
+    for (int r = 0; r < P; ++r)
+      done += at[r] == ranks[r].nodes.size();
+    if (done == P)
+      break;
+    if (done > 0) {
+      int waiting = 0, finished = 0;
+      for (int r = 0; r < P; ++r)
+        (at[r] == ranks[r].nodes.size() ? finished : waiting) = r;
+      return userError("rank " + std::to_string(waiting) + " calls collective " +
+                       describe(ranks[waiting].nodes[at[waiting]]) + " but rank " + std::to_string(finished) +
+                       " makes no further collective call (the ranks would deadlock)");
+    }
+    std::vector<const Node *> calls;
+    for (int r = 0; r < P; ++r)
+      calls.push_back(&ranks[r].nodes[at[r]]);
+    if (auto e = buildCollective(*this, calls))
+      return e;
+    for (int r = 0; r < P; ++r) {
+      ++result.stats.rankNodes;
+      ++at[r];
+    }
+  }
+  result.stats.classes = static_cast<unsigned>(classes.size());
+  return llvm::Error::success();
+}
+
+} // namespace shardproof::relation

@@ -1,0 +1,158 @@
+// Compiling the spec's relation expressions (concat, sum, slice, pad,
+// transpose, reshape over NAME@RANK) into element terms.
+#include "Session.h"
+
+namespace shardproof::relation {
+
+using smt::Expr;
+using namespace ir;
+
+static llvm::Expected<int64_t> constKw(const spec::RelExpr &e, const char *key) {
+  const auto *kw = e.kwarg(key);
+  if (!kw || kw->values.empty())
+    return userError(e.fn + "(...) needs " + key + "=", e.loc);
+  auto v = kw->values[0].simplify().asInt();
+  if (!v)
+    return userError(std::string(key) + " of " + e.fn + "(...) must be a constant", kw->loc);
+  return *v;
+}
+
+static llvm::Expected<Expr> exprKw(const spec::RelExpr &e, const char *key) {
+  const auto *kw = e.kwarg(key);
+  if (!kw || kw->values.empty())
+    return userError(e.fn + "(...) needs " + key + "=", e.loc);
+  return kw->values[0];
+}
+
+llvm::Expected<std::pair<Term, Shape>> Session::compileRelation(const spec::RelExpr &e) {
+  if (e.kind == spec::RelExpr::Kind::Tensor) {
+    if (e.rank < 0 || e.rank >= worldSize())
+      return userError("rank " + std::to_string(e.rank) + " out of range for world_size " +
+                           std::to_string(worldSize()),
+                       e.loc);
+    auto id = ranks[e.rank].find(e.name);
+    if (!id)
+      return userError("rank " + std::to_string(e.rank) + " has no tensor '" + e.name + "'" +
+                           didYouMean(e.name, ranks[e.rank].valueNames()),
+                       e.loc);
+    const ValueInfo &v = rankValues[e.rank][*id];
+    if (!v.term || !v.shape)
+      return unsupportedError("rank " + std::to_string(e.rank) + " tensor '" + e.name + "': " +
+                              (v.unsupported.empty() ? "not known yet at this point" : v.unsupported));
+    return std::make_pair(v.term, *v.shape);
+  }
+  std::vector<std::pair<Term, Shape>> args;
+  for (auto &a : e.args) {
+    auto c = compileRelation(a);
+    if (!c)
+      return c.takeError();
+    args.push_back(*c);
+  }
+  if (args.empty())
+    return userError(e.fn + "(...) needs at least one tensor", e.loc);
+  const Shape &s0 = args[0].second;
+  IndexVec iv = indexVars("i", static_cast<unsigned>(s0.rank()));
+  auto axisOf = [&](int64_t a) -> llvm::Expected<int64_t> {
+    int64_t r = static_cast<int64_t>(s0.rank());
+    if (a < -r || a >= r)
+      return userError("axis " + std::to_string(a) + " out of range for rank " + std::to_string(r), e.loc);
+    return a < 0 ? a + r : a;
+  };
+  if (e.fn == "sum") {
+    std::vector<Term> ts;
+    for (auto &a : args) {
+      if (a.second.rank() != s0.rank())
+        return userError("sum(...) of tensors of different rank", e.loc);
+      ts.push_back(a.first);
+    }
+    return std::make_pair(mkAdd(ts), s0);
+  }
+  if (e.fn == "concat") {
+    auto ax0 = constKw(e, "axis");
+    if (!ax0)
+      return ax0.takeError();
+    auto ax = axisOf(*ax0);
+    if (!ax)
+      return ax.takeError();
+    std::vector<Expr> off(args.size() + 1, Expr::intConst(0));
+    for (size_t i = 0; i < args.size(); ++i)
+      off[i + 1] = (off[i] + args[i].second.dims[*ax]).simplify();
+    Term t;
+    for (size_t i = args.size(); i-- > 0;) {
+      IndexVec src = iv;
+      src[*ax] = iv[*ax] - off[i];
+      Term piece = instantiate(args[i].first, iv, src, 0);
+      t = t ? mkSelect(iv[*ax] < off[i + 1], piece, t) : piece;
+    }
+    Shape s = s0;
+    s.dims[*ax] = off.back();
+    return std::make_pair(t, s);
+  }
+  if (e.fn == "slice" || e.fn == "pad") {
+    auto ax0 = constKw(e, "axis");
+    if (!ax0)
+      return ax0.takeError();
+    auto ax = axisOf(*ax0);
+    if (!ax)
+      return ax.takeError();
+    auto a = exprKw(e, e.fn == "slice" ? "start" : "before");
+    auto b = exprKw(e, e.fn == "slice" ? "end" : "after");
+    if (!a)
+      return a.takeError();
+    if (!b)
+      return b.takeError();
+    Shape s = s0;
+    IndexVec src = iv;
+    if (e.fn == "slice") {
+      src[*ax] = iv[*ax] + *a;
+      s.dims[*ax] = (*b - *a).simplify();
+      obligations.push_back({{"slice(...) in the spec stays inside its tensor: 0 <= start <= end <= size",
+                              Expr::intConst(0) <= *a && *a <= *b && *b <= s0.dims[*ax]},
+                             -1, "", ""});
+      return std::make_pair(instantiate(args[0].first, iv, src, 0), s);
+    }
+    src[*ax] = iv[*ax] - *a;
+    s.dims[*ax] = (s0.dims[*ax] + *a + *b).simplify();
+    Term inside = instantiate(args[0].first, iv, src, 0);
+    return std::make_pair(mkSelect(inRange(iv[*ax], *a, *a + s0.dims[*ax]), inside, mkConst(0)), s);
+  }
+  if (e.fn == "transpose") {
+    const auto *kw = e.kwarg("perm");
+    if (!kw || kw->values.size() != s0.rank())
+      return userError("transpose(...) needs perm=[...] with one entry per dim", e.loc);
+    IndexVec src(s0.rank());
+    Shape s;
+    for (size_t d = 0; d < s0.rank(); ++d) {
+      auto p = kw->values[d].simplify().asInt();
+      if (!p || *p < 0 || *p >= static_cast<int64_t>(s0.rank()))
+        return userError("transpose perm entries must be constant dims", kw->loc);
+      src[*p] = iv[d];
+      s.dims.push_back(s0.dims[*p]);
+    }
+    return std::make_pair(instantiate(args[0].first, iv, src, 0), s);
+  }
+  if (e.fn == "reshape") {
+    const auto *kw = e.kwarg("shape");
+    if (!kw || kw->values.empty())
+      return userError("reshape(...) needs shape=[...]", e.loc);
+    Shape s;
+    for (auto &v : kw->values)
+      s.dims.push_back(v.simplify());
+    IndexVec ov = indexVars("i", static_cast<unsigned>(s.rank()));
+    Expr flat = Expr::intConst(0), total = Expr::intConst(1), stotal = Expr::intConst(1);
+    for (size_t d = 0; d < s.rank(); ++d) {
+      flat = flat * s.dims[d] + ov[d];
+      total = total * s.dims[d];
+    }
+    IndexVec src(s0.rank());
+    for (size_t d = s0.rank(); d-- > 0;) {
+      src[d] = d == 0 ? floorDiv(flat, stotal) : mod(floorDiv(flat, stotal), s0.dims[d]);
+      stotal = stotal * s0.dims[d];
+    }
+    obligations.push_back({{"reshape(...) in the spec keeps the element count", total == stotal}, -1, "", ""});
+    return std::make_pair(instantiate(args[0].first, iv, src, 0), s);
+  }
+  return userError("unknown relation function '" + e.fn + "'", e.loc);
+}
+
+} // namespace shardproof::relation

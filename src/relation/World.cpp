@@ -1,0 +1,439 @@
+// Building the merged world of rank tensors: symbols, spec-bound inputs,
+// every rank's nodes, and the collectives that tie the ranks together.
+#include "Session.h"
+
+#include <set>
+
+namespace shardproof::relation {
+
+using smt::Expr;
+using namespace ir;
+
+smt::Expr Session::bounds(const Shape &s, const char *prefix) {
+  std::vector<Expr> cs;
+  for (size_t d = 0; d < s.rank(); ++d)
+    cs.push_back(inRange(indexVar(prefix, static_cast<unsigned>(d)), Expr::intConst(0), s.dims[d]));
+  return smt::conj(cs);
+}
+
+std::vector<std::string> Session::symbolNames() const {
+  std::set<std::string> names;
+  for (auto &s : spec.symbols)
+    names.insert(s.name);
+  auto collect = [&](const Graph &g) {
+    for (auto &v : g.values)
+      if (v.declared)
+        for (auto &d : v.declared->dims)
+          for (auto &n : d.vars())
+            names.insert(n);
+  };
+  collect(ref);
+  for (auto &g : ranks)
+    collect(g);
+  return {names.begin(), names.end()};
+}
+
+llvm::Error Session::setupSymbols() {
+  std::set<std::string> declared;
+  for (auto &s : spec.symbols) {
+    declared.insert(s.name);
+    Expr v = Expr::intVar(s.name);
+    if (s.value) {
+      solver.assume(v == Expr::intConst(*s.value));
+      continue;
+    }
+    solver.assume(v >= Expr::intConst(s.min.value_or(1)));
+    if (s.max)
+      solver.assume(v <= Expr::intConst(*s.max));
+  }
+  for (auto &n : symbolNames()) {
+    if (declared.count(n))
+      continue;
+    // Every dim must be a size; a symbol the spec does not bound is any size >= 1.
+    solver.assume(Expr::intVar(n) >= Expr::intConst(1));
+    result.notes.push_back("symbol '" + n + "' is not in the spec's symbols; assumed >= 1");
+  }
+  for (auto &c : spec.constraints)
+    solver.assume(c.expr);
+  smt::CheckResult r = solver.check("spec.satisfiable", Expr::boolConst(true));
+  if (r.result == smt::Result::Unsat)
+    return userError("the spec's symbol bounds and constraints admit no size at all", spec.referenceLoc);
+  return llvm::Error::success();
+}
+
+ValueInfo Session::constantValue(const std::string &name, const std::shared_ptr<const TensorData> &data) {
+  ValueInfo v;
+  v.data = data;
+  v.dtype = data->dtype;
+  Shape s;
+  for (auto d : data->dims)
+    s.dims.push_back(Expr::intConst(d));
+  v.shape = s;
+  if (!isFloating(data->dtype)) {
+    IntTensor it;
+    it.dims = data->dims;
+    for (auto x : data->ints)
+      it.vals.push_back(Expr::intConst(x));
+    v.value = it;
+  }
+  if (data->numElements() == 1) {
+    v.term = mkConst(data->at(0));
+  } else {
+    std::vector<double> vals;
+    for (int64_t i = 0; i < data->numElements(); ++i)
+      vals.push_back(data->at(i));
+    ClassId c = classes.constant("const:" + name, data->dims, vals);
+    v.term = mkRead(c, indexVars("i", static_cast<unsigned>(data->dims.size())));
+  }
+  return v;
+}
+
+static std::optional<Shape> shapeOf(const Graph &g, int id) {
+  const Value &v = g.values[id];
+  if (v.declared)
+    return v.declared;
+  if (v.init) {
+    Shape s;
+    for (auto d : v.init->dims)
+      s.dims.push_back(Expr::intConst(d));
+    return s;
+  }
+  return std::nullopt;
+}
+
+static bool isSource(const Graph &g, int id) { return g.values[id].producer < 0; }
+
+static std::string shardSizeName(const std::string &tensor, int r) { return tensor + "@" + std::to_string(r); }
+
+// Size of shard r of an axis of length n under a split policy; nullopt: unchecked.
+static std::optional<Expr> policySize(const spec::Placement &p, const Expr &n, int r, int world,
+                                      std::vector<ir::Obligation> &obl, const std::string &tensor) {
+  Expr P = Expr::intConst(world);
+  using S = spec::Placement::Split;
+  switch (p.split) {
+  case S::Even:
+    obl.push_back({"axis " + std::to_string(p.axis) + " of '" + tensor + "' divides evenly by world_size " +
+                       std::to_string(world) + " (split: even)",
+                   mod(n, P) == Expr::intConst(0)});
+    return floorDiv(n, P);
+  case S::Chunk: {
+    Expr c = ceilDiv(n, P);
+    return max(Expr::intConst(0), min(c, n - c * r));
+  }
+  case S::TensorSplit:
+    return floorDiv(n, P) + ite(Expr::intConst(r) < mod(n, P), Expr::intConst(1), Expr::intConst(0));
+  case S::Sizes:
+    if (r < static_cast<int>(p.sizes.size()))
+      return p.sizes[r];
+    return std::nullopt;
+  case S::Unspecified:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+llvm::Error Session::bindInputs() {
+  int P = worldSize();
+  rankValues.assign(P, {});
+  for (int r = 0; r < P; ++r)
+    rankValues[r].resize(ranks[r].values.size());
+  refValues.resize(ref.values.size());
+  std::set<std::string> bound;
+
+  auto refSources = [&] {
+    std::vector<std::string> out;
+    for (int id : ref.inputs)
+      out.push_back(ref.values[id].name);
+    for (int id : ref.initializers)
+      out.push_back(ref.values[id].name);
+    return out;
+  };
+  auto rankNames = [&](int r) { return ranks[r].valueNames(); };
+
+  for (auto &[name, pl] : spec.inputs) {
+    auto refId = ref.find(name);
+    if (!refId || !isSource(ref, *refId))
+      return userError("spec input '" + name + "' is not an input or initializer of the reference model " +
+                           ref.path + didYouMean(name, refSources()),
+                       pl.loc);
+    auto refShape = shapeOf(ref, *refId);
+    if (!refShape)
+      return userError("reference input '" + name + "' has no declared shape", pl.loc);
+    bound.insert(name);
+    std::vector<int> rankIds(P);
+    std::vector<Shape> rankShapes(P);
+    for (int r = 0; r < P; ++r) {
+      std::string rn = spec::Spec::rankName(name, pl, r);
+      auto id = ranks[r].find(rn);
+      if (!id || !isSource(ranks[r], *id))
+        return userError("rank " + std::to_string(r) + " (" + ranks[r].path + ") has no input or initializer '" +
+                             rn + "' for spec input '" + name + "'" + didYouMean(rn, rankNames(r)),
+                         pl.loc);
+      auto s = shapeOf(ranks[r], *id);
+      if (!s)
+        return userError("rank " + std::to_string(r) + ": input '" + rn + "' has no declared shape", pl.loc);
+      rankIds[r] = *id;
+      rankShapes[r] = *s;
+      rankValues[r][*id].shape = s;
+      rankValues[r][*id].dtype = ranks[r].values[*id].dtype;
+    }
+    ValueInfo &rv = refValues[*refId];
+    rv.shape = refShape;
+    rv.dtype = ref.values[*refId].dtype;
+    IndexVec iv = indexVars("i", static_cast<unsigned>(refShape->rank()));
+    auto sameRankAs = [&](const Shape &s, int r) -> llvm::Error {
+      if (s.rank() != refShape->rank())
+        return userError("rank " + std::to_string(r) + ": '" + name + "' has rank " + std::to_string(s.rank()) +
+                             " but the reference's has rank " + std::to_string(refShape->rank()),
+                         pl.loc);
+      return llvm::Error::success();
+    };
+    using K = spec::Placement::Kind;
+    switch (pl.kind) {
+    case K::Replicated: {
+      ClassInfo ci;
+      ci.kind = ClassInfo::Leaf;
+      ci.label = name;
+      ci.shape = *refShape;
+      ClassId c = classes.add(ci);
+      rv.term = mkRead(c, iv);
+      for (int r = 0; r < P; ++r) {
+        if (auto e = sameRankAs(rankShapes[r], r))
+          return e;
+        for (size_t d = 0; d < refShape->rank(); ++d)
+          obligations.push_back({{"rank " + std::to_string(r) + "'s '" + name + "' has the reference's dim " +
+                                      std::to_string(d) + " (replicated)",
+                                  rankShapes[r].dims[d] == refShape->dims[d]},
+                                 r, "", ""});
+        rankValues[r][rankIds[r]].term = rv.term;
+      }
+      break;
+    }
+    case K::Partial:
+    case K::Shard: {
+      int64_t axis = pl.axis;
+      if (pl.kind == K::Shard) {
+        auto a = normAxis(Node{}, axis, refShape->rank());
+        if (!a)
+          return userError("spec input '" + name + "': shard axis " + std::to_string(pl.axis) +
+                               " out of range for rank " + std::to_string(refShape->rank()),
+                           pl.loc);
+        axis = *a;
+      }
+      std::vector<Term> parts;
+      Expr off = Expr::intConst(0);
+      std::vector<Expr> offsets;
+      for (int r = 0; r < P; ++r) {
+        if (auto e = sameRankAs(rankShapes[r], r))
+          return e;
+        ClassInfo ci;
+        ci.kind = ClassInfo::Leaf;
+        ci.label = shardSizeName(name, r);
+        ci.shape = rankShapes[r];
+        ci.rank = r;
+        ClassId c = classes.add(ci);
+        rankValues[r][rankIds[r]].term = mkRead(c, iv);
+        for (size_t d = 0; d < refShape->rank(); ++d) {
+          if (pl.kind == K::Shard && static_cast<int64_t>(d) == axis)
+            continue;
+          obligations.push_back({{"rank " + std::to_string(r) + "'s '" + name + "' matches the reference in dim " +
+                                      std::to_string(d),
+                                  rankShapes[r].dims[d] == refShape->dims[d]},
+                                 r, "", ""});
+        }
+        offsets.push_back(off);
+        if (pl.kind == K::Shard) {
+          std::vector<Obligation> pol;
+          if (auto want = policySize(pl, refShape->dims[axis], r, P, pol, name))
+            pol.push_back({"rank " + std::to_string(r) + "'s shard of '" + name + "' has the size its split policy gives",
+                           rankShapes[r].dims[axis] == *want});
+          for (auto &o : pol)
+            obligations.push_back({o, r, "", ""});
+          off = (off + rankShapes[r].dims[axis]).simplify();
+        }
+      }
+      if (pl.kind == K::Partial) {
+        for (int r = 0; r < P; ++r)
+          parts.push_back(rankValues[r][rankIds[r]].term);
+        rv.term = mkAdd(parts);
+      } else {
+        obligations.push_back({{"the shards of '" + name + "' add up to its reference size along axis " +
+                                    std::to_string(axis),
+                                off == refShape->dims[axis]},
+                               -1, "", ""});
+        Term t;
+        for (int r = P - 1; r >= 0; --r) {
+          IndexVec src = iv;
+          src[axis] = iv[axis] - offsets[r];
+          Term piece = instantiate(rankValues[r][rankIds[r]].term, iv, src, 0);
+          t = t ? mkSelect(iv[axis] < offsets[r] + rankShapes[r].dims[axis], piece, t) : piece;
+        }
+        rv.term = t;
+      }
+      break;
+    }
+    case K::Relation: {
+      for (int r = 0; r < P; ++r) {
+        ClassInfo ci;
+        ci.kind = ClassInfo::Leaf;
+        ci.label = shardSizeName(name, r);
+        ci.shape = rankShapes[r];
+        ci.rank = r;
+        ClassId c = classes.add(ci);
+        rankValues[r][rankIds[r]].term = mkRead(c, indexVars("i", static_cast<unsigned>(rankShapes[r].rank())));
+      }
+      auto rel = compileRelation(*pl.relation);
+      if (!rel)
+        return rel.takeError();
+      rv.term = rel->first;
+      for (size_t d = 0; d < refShape->rank() && d < rel->second.rank(); ++d)
+        obligations.push_back({{"relation of '" + name + "' has the reference's dim " + std::to_string(d),
+                                rel->second.dims[d] == refShape->dims[d]},
+                               -1, "", ""});
+      break;
+    }
+    }
+  }
+
+  // Reference sources: every graph input must be placed; initializers not in the
+  // spec are constants (shared with the ranks by content).
+  for (int id : ref.inputs)
+    if (!bound.count(ref.values[id].name))
+      return userError("reference input '" + ref.values[id].name + "' has no placement in the spec's inputs:",
+                       spec.referenceLoc);
+  for (int id : ref.initializers)
+    if (!bound.count(ref.values[id].name))
+      refValues[id] = constantValue(ref.values[id].name, ref.values[id].init);
+
+  // Rank sources not bound by the spec: constants, or free per-rank inputs.
+  for (int r = 0; r < P; ++r) {
+    const Graph &g = ranks[r];
+    for (int id : g.initializers)
+      if (!rankValues[r][id].term)
+        rankValues[r][id] = constantValue(g.values[id].name, g.values[id].init);
+    for (int id : g.inputs) {
+      if (rankValues[r][id].term)
+        continue;
+      auto s = shapeOf(g, id);
+      if (!s)
+        return userError("rank " + std::to_string(r) + ": input '" + g.values[id].name + "' has no declared shape",
+                         spec.ranksLoc);
+      ClassInfo ci;
+      ci.kind = ClassInfo::Leaf;
+      ci.label = shardSizeName(g.values[id].name, r);
+      ci.shape = *s;
+      ci.rank = r;
+      ClassId c = classes.add(ci);
+      rankValues[r][id].term = mkRead(c, indexVars("i", static_cast<unsigned>(s->rank())));
+      rankValues[r][id].shape = s;
+      rankValues[r][id].dtype = g.values[id].dtype;
+      result.notes.push_back("rank " + std::to_string(r) + " input '" + g.values[id].name +
+                             "' is not in the spec: treated as an arbitrary tensor");
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueInfo> &values, int rank) {
+  auto markUnsupported = [&](const std::string &why) {
+    for (int o : n.outputs)
+      values[o].unsupported = why;
+  };
+  const OpDef *def = lookupOp(n.domain, n.opType);
+  if (!def) {
+    markUnsupported("unsupported operator " + (n.domain.empty() ? n.opType : n.domain + "::" + n.opType));
+    return llvm::Error::success();
+  }
+  OpInputs in{n, {}, {}, {}, {}, worldSize()};
+  for (int id : n.inputs) {
+    if (id < 0) {
+      in.shapes.push_back(std::nullopt);
+      in.dtypes.push_back(DType::Other);
+      in.values.push_back(std::nullopt);
+      in.data.push_back(nullptr);
+      continue;
+    }
+    const ValueInfo &v = values[id];
+    if (!v.unsupported.empty()) {
+      markUnsupported(v.unsupported);
+      return llvm::Error::success();
+    }
+    if (!v.shape) {
+      markUnsupported("no shape known for '" + g.values[id].name + "'");
+      return llvm::Error::success();
+    }
+    in.shapes.push_back(v.shape);
+    in.dtypes.push_back(v.dtype);
+    in.values.push_back(v.value);
+    in.data.push_back(v.data);
+  }
+  auto res = def->infer(in);
+  if (!res) {
+    auto taken = takeError(res.takeError());
+    if (taken.kind == ErrorKind::Unsupported) {
+      markUnsupported(taken.text);
+      return llvm::Error::success();
+    }
+    return userError((rank < 0 ? std::string("reference model ") : "rank " + std::to_string(rank) + " model ") +
+                     g.path + ": " + taken.text);
+  }
+  for (auto &o : res->obligations)
+    obligations.push_back({o, rank, n.name, n.modulePath()});
+  for (size_t s = 0; s < n.outputs.size() && s < res->shapes.size(); ++s) {
+    ValueInfo &out = values[n.outputs[s]];
+    out.shape = res->shapes[s];
+    out.dtype = s < res->dtypes.size() ? res->dtypes[s] : DType::Other;
+    if (s < res->values.size())
+      out.value = res->values[s];
+  }
+  if (def->cls == OpClass::ShapeOnly || def->cls == OpClass::Collective)
+    return llvm::Error::success();
+  if (n.opType == "Constant" && n.domain.empty()) {
+    const Attribute *a = n.attr("value");
+    if (a && a->tensor) {
+      ValueInfo cv = constantValue(n.name.empty() ? g.values[n.outputs[0]].name : n.name, a->tensor);
+      values[n.outputs[0]].term = cv.term;
+      values[n.outputs[0]].data = a->tensor;
+    }
+    return llvm::Error::success();
+  }
+  ReadFn read = [&](unsigned input, const IndexVec &idx, int level) -> Term {
+    const ValueInfo &v = values[n.inputs[input]];
+    if (!v.term)
+      return nullptr;
+    return instantiate(v.term, indexVars("i", static_cast<unsigned>(v.shape->rank())), idx, level);
+  };
+  for (size_t s = 0; s < n.outputs.size() && s < res->shapes.size(); ++s) {
+    // Inputs known only as shape data (no element map) cannot feed arithmetic yet.
+    for (int id : n.inputs)
+      if (id >= 0 && !values[id].term && def->cls != OpClass::View) {
+        markUnsupported("'" + g.values[id].name + "' is shape data used as a tensor");
+        return llvm::Error::success();
+      }
+    const Shape &os = res->shapes[s];
+    IndexVec iv = indexVars("i", static_cast<unsigned>(os.rank()));
+    Term t;
+    {
+      // A read of a tensor without an element map poisons the result.
+      bool missing = false;
+      ReadFn guarded = [&](unsigned input, const IndexVec &idx, int level) -> Term {
+        Term x = read(input, idx, level);
+        if (!x) {
+          missing = true;
+          return mkConst(0);
+        }
+        return x;
+      };
+      t = def->element(in, *res, static_cast<unsigned>(s), iv, guarded, 0);
+      if (missing || !t) {
+        values[n.outputs[s]].unsupported = "no element map for an input of " + describe(n);
+        continue;
+      }
+    }
+    Prover::Scope sc(prover, bounds(os));
+    values[n.outputs[s]].term = prover.normalize(t, 0);
+  }
+  return llvm::Error::success();
+}
+
+} // namespace shardproof::relation

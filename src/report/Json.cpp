@@ -1,0 +1,81 @@
+#include "shardproof/report/Report.h"
+
+#include <llvm/Support/JSON.h>
+
+namespace shardproof::report {
+
+using namespace relation;
+namespace json = llvm::json;
+
+static json::Value cexJson(const Counterexample &c) {
+  json::Object sizes;
+  for (auto &[n, v] : c.sizes)
+    sizes[n] = v;
+  json::Array index;
+  for (auto i : c.index)
+    index.push_back(i);
+  json::Object o{{"sizes", std::move(sizes)}, {"tensor", c.tensor}, {"index", std::move(index)},
+                 {"expected", c.expected}, {"actual", c.actual}, {"replayed", c.replayed}};
+  if (c.rank >= 0)
+    o["rank"] = c.rank;
+  if (c.replayed) {
+    o["expected_value"] = c.expectedValue;
+    o["actual_value"] = c.actualValue;
+  }
+  return o;
+}
+
+static const char *kindName(Failure::Kind k) {
+  switch (k) {
+  case Failure::NoRelation: return "no-relation";
+  case Failure::OutputMismatch: return "output-mismatch";
+  case Failure::Obligation: return "obligation";
+  case Failure::Unsupported: return "unsupported";
+  case Failure::SolverUnknown: return "solver-unknown";
+  }
+  return "?";
+}
+
+std::string toJson(const Result &r, const Context &ctx) {
+  json::Array rows;
+  const char *status[] = {"input", "matched", "view", "unmatched", "unsupported"};
+  for (auto &row : r.rows)
+    rows.push_back(json::Object{{"tensor", row.tensor}, {"node", row.node}, {"op", row.op},
+                                {"module", row.module}, {"relation", row.relation},
+                                {"status", status[row.status]}});
+  json::Array outs;
+  for (auto &o : r.outputs)
+    outs.push_back(json::Object{{"tensor", o.tensor}, {"verdict", toString(o.verdict)}, {"detail", o.detail}});
+  json::Array fails;
+  for (auto &f : r.failures) {
+    json::Array near;
+    for (auto &n : f.rankNodes)
+      near.push_back(n);
+    json::Object o{{"kind", kindName(f.kind)}, {"message", f.message}, {"node", f.refNode},
+                   {"module", f.module}, {"tensor", f.tensor}, {"rank_nodes", std::move(near)}};
+    if (f.cex)
+      o["counterexample"] = cexJson(*f.cex);
+    fails.push_back(std::move(o));
+  }
+  json::Array notes;
+  for (auto &n : r.notes)
+    notes.push_back(n);
+  json::Array ranks;
+  for (auto &p : ctx.rankPaths)
+    ranks.push_back(p);
+  json::Object stats{{"reference_nodes", r.stats.refNodes}, {"rank_nodes", r.stats.rankNodes},
+                     {"classes", r.stats.classes}, {"matches", r.stats.matches},
+                     {"solver_queries", r.stats.solverQueries}, {"cache_hits", r.stats.cacheHits},
+                     {"seconds", r.stats.seconds}};
+  json::Object top{{"spec", ctx.specPath}, {"reference", ctx.reference}, {"ranks", std::move(ranks)},
+                   {"verdict", toString(r.verdict)}, {"reason", r.reason}, {"relations", std::move(rows)},
+                   {"outputs", std::move(outs)}, {"failures", std::move(fails)}, {"notes", std::move(notes)},
+                   {"stats", std::move(stats)}};
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::formatv("{0:2}", json::Value(std::move(top)));
+  os.flush();
+  return s + "\n";
+}
+
+} // namespace shardproof::report

@@ -1,0 +1,116 @@
+#include "shardproof/report/Report.h"
+
+#include <llvm/Support/Format.h>
+
+#include <algorithm>
+
+namespace shardproof::report {
+
+using namespace relation;
+
+int exitCode(Verdict v) {
+  switch (v) {
+  case Verdict::Verified: return 0;
+  case Verdict::Refuted: return 1;
+  case Verdict::Unknown: return 2;
+  }
+  return 2;
+}
+
+static const char *statusName(RelationRow::Status s) {
+  switch (s) {
+  case RelationRow::Input: return "input";
+  case RelationRow::Matched: return "matched";
+  case RelationRow::View: return "view";
+  case RelationRow::Unmatched: return "NO RELATION";
+  case RelationRow::Unsupported: return "UNSUPPORTED";
+  }
+  return "?";
+}
+
+static std::string clip(const std::string &s, size_t n) {
+  return s.size() <= n ? s : s.substr(0, n - 3) + "...";
+}
+
+static void printCex(llvm::raw_ostream &os, const Counterexample &c) {
+  os << "  counterexample: " << c.str() << "\n";
+  if (!c.expected.empty())
+    os << "    reference:      " << clip(c.expected, 300) << "\n";
+  if (!c.actual.empty())
+    os << "    implementation: " << clip(c.actual, 300) << "\n";
+  if (c.replayed)
+    os << "    evaluated on seeded random inputs at these sizes: reference = "
+       << llvm::format("%.6g", c.expectedValue) << ", implementation = " << llvm::format("%.6g", c.actualValue)
+       << "\n";
+}
+
+void printText(llvm::raw_ostream &os, const Result &r, const Context &ctx, const TextOptions &opts) {
+  os << "shardproof check " << ctx.specPath << "\n";
+  os << "  reference: " << ctx.reference << "\n";
+  os << "  ranks:     " << ctx.rankPaths.size() << " (";
+  for (size_t i = 0; i < ctx.rankPaths.size() && i < 4; ++i)
+    os << (i ? ", " : "") << ctx.rankPaths[i];
+  if (ctx.rankPaths.size() > 4)
+    os << ", ...";
+  os << ")\n";
+
+  if (opts.showTable && !r.rows.empty()) {
+    os << "\nRelations (reference tensor = expression over rank tensors):\n";
+    size_t wm = 6, wo = 2, wt = 6;
+    for (auto &row : r.rows) {
+      wm = std::max(wm, std::min<size_t>(row.module.size(), 24));
+      wo = std::max(wo, std::min<size_t>(row.op.size(), 14));
+      wt = std::max(wt, std::min<size_t>(row.tensor.size(), 32));
+    }
+    auto pad = [](const std::string &s, size_t w) { return clip(s, w) + std::string(w - std::min(w, clip(s, w).size()), ' '); };
+    os << "  " << pad("module", wm) << "  " << pad("op", wo) << "  " << pad("tensor", wt) << "  status       relation\n";
+    for (auto &row : r.rows) {
+      std::string module = row.module.empty() ? "-" : row.module;
+      std::string op = row.status == RelationRow::Input ? "input" : row.op;
+      os << "  " << pad(module, wm) << "  " << pad(op, wo) << "  " << pad(row.tensor, wt) << "  "
+         << pad(statusName(row.status), 11) << "  " << clip(row.relation, 160) << "\n";
+    }
+  }
+
+  if (!r.outputs.empty()) {
+    os << "\nOutputs:\n";
+    for (auto &o : r.outputs)
+      os << "  " << o.tensor << ": " << toString(o.verdict) << (o.detail.empty() ? "" : " (" + o.detail + ")")
+         << "\n";
+  }
+
+  os << "\n" << toString(r.verdict);
+  if (r.verdict != Verdict::Verified && !r.failures.empty()) {
+    const Failure &f = r.failures.front();
+    if (!f.module.empty())
+      os << " at module " << f.module;
+    if (!f.refNode.empty())
+      os << " (reference node " << f.refNode << (f.refOp.empty() || f.refOp == "reference" ? "" : ", " + f.refOp) << ")";
+  }
+  os << ": " << r.reason << "\n";
+  if (r.verdict != Verdict::Verified) {
+    bool first = true;
+    for (auto &f : r.failures) {
+      if (!first)
+        os << "- " << f.message << "\n";
+      first = false;
+      if (!f.rankNodes.empty()) {
+        os << "  rank nodes nearby: ";
+        for (size_t i = 0; i < f.rankNodes.size(); ++i)
+          os << (i ? "; " : "") << f.rankNodes[i];
+        os << "\n";
+      }
+      if (f.cex)
+        printCex(os, *f.cex);
+    }
+  }
+  for (auto &n : r.notes)
+    os << "note: " << n << "\n";
+  if (opts.showStats)
+    os << llvm::format("stats: %u reference nodes, %u rank nodes, %u classes, %u matches, %u solver queries "
+                       "(%u cache hits), %.3f s\n",
+                       r.stats.refNodes, r.stats.rankNodes, r.stats.classes, r.stats.matches, r.stats.solverQueries,
+                       r.stats.cacheHits, r.stats.seconds);
+}
+
+} // namespace shardproof::report

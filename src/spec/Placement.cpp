@@ -1,0 +1,156 @@
+// Placements of reference inputs/outputs: `replicated`, `partial`,
+// {shard: K, split: ..., sizes: [...]}, {replicated: true}, {partial: true},
+// {relation: "..."} or a bare relation string; `as:` renames on the ranks.
+#include "Lexer.h"
+#include "Yaml.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace shardproof::spec::detail {
+namespace {
+
+const std::vector<std::string> kPlacementKeys = {"shard",    "split",    "sizes", "replicated",
+                                                 "partial",  "relation", "as"};
+const std::vector<std::string> kKindKeys = {"shard", "replicated", "partial", "relation"};
+const std::vector<std::string> kSplits = {"even", "chunk", "tensor_split", "sizes"};
+
+Placement fromScalar(const YamlDoc &doc, const MapView::Entry &e, const std::string &what,
+                     int worldSize, const SymbolTable &syms) {
+  Placement p;
+  p.loc = e.valueLoc;
+  const std::string &s = e.value.Scalar();
+  if (s == "replicated") {
+    p.kind = Placement::Kind::Replicated;
+    return p;
+  }
+  if (s == "partial") {
+    p.kind = Placement::Kind::Partial;
+    return p;
+  }
+  if (s == "shard")
+    fail(what + ": 'shard' needs an axis; write {shard: K}", e.valueLoc);
+  // A lone word cannot be a relation (those need '@' or a call): treat it as a typo.
+  if (isIdentifier(s))
+    fail("unknown placement '" + s + "' for " + what +
+             didYouMean(s, {"replicated", "partial", "shard"}) +
+             " (expected replicated, partial, {shard: K} or a relation such as 'sum(" + e.key +
+             "@*)')",
+         e.valueLoc);
+  p.kind = Placement::Kind::Relation;
+  p.relation = parseRelationOrThrow(s, worldSize, syms, doc.textLoc(e.value, e.valueLoc));
+  return p;
+}
+
+void readSizes(const YamlDoc &doc, const MapView::Entry &e, const std::string &what,
+               int worldSize, const SymbolTable &syms, Placement &p) {
+  if (!e.value.IsSequence())
+    fail(what + ": 'sizes' must be a list with one size per rank, got " + kindOf(e.value),
+         e.valueLoc);
+  if (static_cast<int>(e.value.size()) != worldSize)
+    fail(what + ": 'sizes' has " + std::to_string(e.value.size()) +
+             " entries but world_size is " + std::to_string(worldSize),
+         e.valueLoc);
+  for (const YAML::Node &item : e.value) {
+    SrcLoc l = doc.loc(item, e.valueLoc);
+    if (!item.IsScalar())
+      fail(what + ": each entry of 'sizes' must be an integer expression, got " + kindOf(item),
+           l);
+    p.sizes.push_back(parseIntExprOrThrow(item.Scalar(), syms, doc.textLoc(item, l)));
+  }
+}
+
+Placement fromMap(const YamlDoc &doc, const MapView::Entry &e, const std::string &what,
+                  int worldSize, const SymbolTable &syms) {
+  MapView m(doc, e.value, "placement of " + what, e.keyLoc);
+  m.allowOnly(kPlacementKeys);
+  const MapView::Entry *kindKey = nullptr;
+  for (auto &entry : m.entries()) {
+    if (std::find(kKindKeys.begin(), kKindKeys.end(), entry.key) == kKindKeys.end())
+      continue;
+    if (kindKey)
+      fail(what + " gives both '" + kindKey->key + "' and '" + entry.key + "'; choose one",
+           entry.keyLoc);
+    kindKey = &entry;
+  }
+  if (!kindKey)
+    fail(what + " needs one of 'shard', 'replicated', 'partial' or 'relation'", m.loc());
+
+  Placement p;
+  p.loc = e.valueLoc;
+  const std::string &k = kindKey->key;
+  if (k != "shard")
+    for (const char *only : {"split", "sizes"})
+      if (const auto *x = m.find(only))
+        fail(what + ": '" + only + "' only applies to {shard: K} placements", x->keyLoc);
+
+  if (k == "shard") {
+    p.kind = Placement::Kind::Shard;
+    int64_t axis = getInt(*kindKey, what + ": 'shard' (the axis)");
+    if (axis < INT_MIN || axis > INT_MAX)
+      fail(what + ": shard axis " + std::to_string(axis) + " is out of range", kindKey->valueLoc);
+    p.axis = static_cast<int>(axis); // negative axes are kept; the checker normalises them
+    const auto *split = m.find("split");
+    const auto *sizes = m.find("sizes");
+    if (split) {
+      std::string s = getString(*split, what + ": 'split'");
+      if (s == "even")
+        p.split = Placement::Split::Even;
+      else if (s == "chunk")
+        p.split = Placement::Split::Chunk;
+      else if (s == "tensor_split")
+        p.split = Placement::Split::TensorSplit;
+      else if (s == "sizes")
+        p.split = Placement::Split::Sizes;
+      else
+        fail(what + ": unknown split '" + s + "'" + didYouMean(s, kSplits) +
+                 " (expected even, chunk, tensor_split, or a 'sizes' list)",
+             split->valueLoc);
+      if (sizes && p.split != Placement::Split::Sizes)
+        fail(what + ": 'split: " + s + "' conflicts with 'sizes'", split->valueLoc);
+      if (!sizes && p.split == Placement::Split::Sizes)
+        fail(what + ": 'split: sizes' needs a 'sizes' list", split->valueLoc);
+    }
+    if (sizes) {
+      p.split = Placement::Split::Sizes;
+      readSizes(doc, *sizes, what, worldSize, syms, p);
+    }
+  } else if (k == "replicated" || k == "partial") {
+    if (!getBool(*kindKey, what + ": '" + k + "'"))
+      fail(what + ": '" + k + ": false' is not a placement; use 'replicated', 'partial', "
+                  "{shard: K} or a relation",
+           kindKey->valueLoc);
+    p.kind = k == "replicated" ? Placement::Kind::Replicated : Placement::Kind::Partial;
+  } else {
+    p.kind = Placement::Kind::Relation;
+    std::string text = getString(*kindKey, what + ": 'relation'");
+    p.relation =
+        parseRelationOrThrow(text, worldSize, syms, doc.textLoc(kindKey->value, kindKey->valueLoc));
+  }
+
+  if (const auto *as = m.find("as")) {
+    // A relation already names its rank tensors, so a rename would be ignored.
+    if (p.kind == Placement::Kind::Relation)
+      fail(what + ": 'as' cannot be combined with 'relation'; name the rank tensors in the "
+                  "relation itself",
+           as->keyLoc);
+    p.as = getString(*as, what + ": 'as'");
+  }
+  return p;
+}
+
+} // namespace
+
+Placement parsePlacement(const YamlDoc &doc, const MapView::Entry &e, const std::string &side,
+                         int worldSize, const SymbolTable &syms) {
+  std::string what = side + " '" + e.key + "'";
+  if (e.value.IsMap())
+    return fromMap(doc, e, what, worldSize, syms);
+  if (e.value.IsScalar() && !e.value.Scalar().empty())
+    return fromScalar(doc, e, what, worldSize, syms);
+  fail(what + " needs a placement (replicated, partial, {shard: K} or a relation), got " +
+           kindOf(e.value),
+       e.valueLoc);
+}
+
+} // namespace shardproof::spec::detail
