@@ -118,7 +118,22 @@ struct Printer {
     case Z3_OP_AND: return bin(" && ", PAnd, true);
     case Z3_OP_OR: return bin(" || ", POr, true);
     case Z3_OP_IMPLIES: return bin(" => ", POr, false);
-    case Z3_OP_NOT: s = "!" + sub(as[0], PNot + 1); return PNot;
+    case Z3_OP_NOT: {
+      // !(a <= b) reads better as a > b.
+      static const std::pair<Z3_decl_kind, const char *> flip[] = {
+          {Z3_OP_LE, " > "}, {Z3_OP_LT, " >= "}, {Z3_OP_GE, " < "}, {Z3_OP_GT, " <= "}, {Z3_OP_EQ, " != "}};
+      if (Z3_get_ast_kind(ctx(), as[0]) == Z3_APP_AST) {
+        Z3_decl_kind k = Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), Z3_to_app(ctx(), as[0])));
+        for (auto &[kind, op] : flip)
+          if (k == kind) {
+            auto inner = args(as[0]);
+            s = sub(inner[0], PCmp + 1) + op + sub(inner[1], PCmp + 1);
+            return PCmp;
+          }
+      }
+      s = "!" + sub(as[0], PAtom);
+      return PNot;
+    }
     case Z3_OP_ITE:
       s = "ite(" + sub(as[0], 0) + ", " + sub(as[1], 0) + ", " + sub(as[2], 0) + ")";
       return PAtom;

@@ -29,6 +29,16 @@ static bool resolved(const Term &t) {
   return false;
 }
 
+// Only moves elements: no arithmetic at all.
+static bool isPure(const Term &t) {
+  if (t->kind == TermKind::Apply || t->kind == TermKind::Sum)
+    return false;
+  for (auto &a : t->args)
+    if (!isPure(a))
+      return false;
+  return true;
+}
+
 // The first region of `t` that is still an unresolved computation.
 static std::optional<std::pair<Expr, Term>> unresolvedRegion(const Term &t, const Expr &path) {
   if (t->kind == TermKind::Select) {
@@ -105,14 +115,16 @@ llvm::Error Session::inferReference() {
         }
         continue; // shape data: no element relation needed
       }
-      if (def && def->cls == OpClass::View) {
+      if ((def && def->cls == OpClass::View) || isPure(v.term)) {
         row.status = RelationRow::View;
       } else {
         Prover::Scope sc(prover, bounds(*v.shape));
         unsigned matches = 0;
         v.term = prover.cover(v.term, 0, matches);
         result.stats.matches += matches;
-        row.status = resolved(v.term) ? RelationRow::Matched : RelationRow::Unmatched;
+        // Matched: some rank tensor computes this node's result (a relation that
+        // only re-adds earlier rank tensors, like `p@0 + p@1 + b`, has no counterpart).
+        row.status = matches > 0 && resolved(v.term) ? RelationRow::Matched : RelationRow::Unmatched;
       }
       ++result.stats.relations;
       row.relation = render(v.term);
@@ -121,13 +133,13 @@ llvm::Error Session::inferReference() {
         Failure f{Failure::NoRelation, "", n.name, n.opType, n.modulePath(), ref.values[o].name, {}, std::nullopt};
         f.rankNodes = nearbyRankNodes(*this, v.term, n.opType);
         auto region = unresolvedRegion(v.term, bounds(*v.shape));
-        f.message = "no rank tensor computes reference tensor '" + ref.values[o].name + "' of " + describe(n);
-        if (region) {
-          Counterexample cex = makeCounterexample(region->first, ref.values[o].name, -1, *v.shape, region->second, nullptr);
-          f.cex = cex;
-          if (!cex.index.empty() && !sameTerm(region->second, v.term))
-            f.message += " everywhere: some elements have no counterpart";
-        }
+        bool partial = region && !sameTerm(region->second, v.term);
+        f.message = partial ? "rank tensors compute only part of reference tensor '" + ref.values[o].name + "' of " +
+                                  describe(n) + "; the element below has no counterpart on any rank"
+                            : "no rank tensor computes reference tensor '" + ref.values[o].name + "' of " +
+                                  describe(n);
+        if (region)
+          f.cex = makeCounterexample(region->first, ref.values[o].name, -1, *v.shape, region->second, nullptr);
         result.failures.push_back(f);
       }
       result.rows.push_back(row);

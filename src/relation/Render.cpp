@@ -58,8 +58,8 @@ static std::optional<std::string> renderRel(const Session &S, const Term &t) {
     Term cur = t;
     int axis = -1;
     while (cur->kind == TermKind::Select) {
-      auto cmp = cur->cond.asCmp();
-      if (!cmp)
+      Expr cond = cur->cond.asNot().value_or(cur->cond);
+      if (!cond.asCmp())
         return std::nullopt;
       auto vars = cur->cond.vars();
       int a = -1;

@@ -1,0 +1,95 @@
+// The smt layer: constant folding, inspection, and the solver's three-way answers.
+#include "smt/Solver.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+using namespace shardproof::smt;
+
+TEST(SmtExpr, ConcreteShapeArithmeticNeverReachesTheSolver) {
+  Expr e = floorDiv(Expr::intConst(17) + Expr::intConst(3), Expr::intConst(4));
+  ASSERT_TRUE(e.asInt());
+  EXPECT_EQ(*e.asInt(), 5);
+  EXPECT_EQ(*mod(Expr::intConst(-7), Expr::intConst(4)).asInt(), 1) << "floor modulo, like Python";
+  EXPECT_EQ(*floorDiv(Expr::intConst(-7), Expr::intConst(4)).asInt(), -2);
+  EXPECT_EQ(*ceilDiv(Expr::intConst(50257), Expr::intConst(2)).asInt(), 25129);
+}
+
+TEST(SmtExpr, DivisionByZeroIsInvalidAndPropagates) {
+  Expr bad = floorDiv(Expr::intVar("n"), Expr::intConst(0));
+  EXPECT_FALSE(bad.isValid());
+  EXPECT_FALSE((bad + Expr::intConst(1)).isValid());
+  Solver s;
+  EXPECT_EQ(s.check("invalid", bad == Expr::intConst(0)).result, Result::Error);
+  EXPECT_FALSE(s.prove("invalid", bad == bad).proved()) << "an invalid goal is never proved";
+}
+
+TEST(SmtExpr, AffineDecompositionFindsTheCoefficient) {
+  Expr i = Expr::intVar("i"), n = Expr::intVar("n");
+  auto a = (i * 1 + n - Expr::intConst(3)).affineIn("i");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->first, 1);
+  EXPECT_FALSE(a->second.mentions("i"));
+  auto b = (n - i).affineIn("i");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->first, -1);
+  EXPECT_FALSE((i * n).affineIn("i")) << "a symbolic coefficient is not affine";
+}
+
+TEST(SmtExpr, PrintsInfixForReports) {
+  Expr seq = Expr::intVar("seq");
+  EXPECT_EQ((floorDiv(seq, Expr::intConst(2)) + 1).str(), "seq // 2 + 1");
+  EXPECT_EQ((seq - Expr::intVar("k")).simplify().str().find("-") != std::string::npos, true);
+}
+
+TEST(SmtSolver, ProvesUnderAssumptionsAndRefutesWithAModel) {
+  Solver s;
+  Expr n = Expr::intVar("n");
+  s.assume(n >= Expr::intConst(1));
+  s.assume(mod(n, Expr::intConst(4)) == Expr::intConst(0));
+  EXPECT_TRUE(s.prove("even-split", mod(n, Expr::intConst(2)) == Expr::intConst(0)).proved());
+  Proof p = s.prove("not-eight", mod(n, Expr::intConst(8)) == Expr::intConst(0));
+  ASSERT_EQ(p.status, Proof::Refuted);
+  auto v = p.counterexample.get("n");
+  ASSERT_TRUE(v);
+  EXPECT_NE(*v % 8, 0);
+  EXPECT_EQ(*v % 4, 0);
+}
+
+TEST(SmtSolver, ShrinkFindsTheSmallestBreakingSize) {
+  Solver s;
+  Expr n = Expr::intVar("vocab");
+  s.assume(n >= Expr::intConst(1));
+  Expr bad = mod(n, Expr::intConst(2)) != Expr::intConst(0) && n >= Expr::intConst(100);
+  CheckResult r = s.check("find", bad);
+  ASSERT_EQ(r.result, Result::Sat);
+  Model m = s.shrink("find", bad, r.model, {"vocab"});
+  EXPECT_EQ(m.get("vocab").value_or(-1), 101);
+}
+
+TEST(SmtSolver, CountsQueriesByNameAndDumpsSmtLib) {
+  Solver s;
+  auto dir = std::filesystem::temp_directory_path() / "shardproof-smt-dump-test";
+  std::filesystem::remove_all(dir);
+  s.setDumpDir(dir.string());
+  Expr x = Expr::intVar("x");
+  s.prove("bounds", x * x >= Expr::intConst(0));
+  s.prove("bounds", Expr::boolConst(true)); // trivial: no solver call, no dump
+  EXPECT_EQ(s.stats().at("bounds").unsat, 1u);
+  EXPECT_EQ(s.stats().at("bounds").trivial, 1u);
+  unsigned files = 0;
+  for (auto &e : std::filesystem::directory_iterator(dir))
+    files += e.path().extension() == ".smt2";
+  EXPECT_EQ(files, 1u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SmtSolver, TimeoutIsUnknownNeverProved) {
+  Solver s(1); // 1 ms: a nonlinear query that cannot finish
+  Expr a = Expr::intVar("a"), b = Expr::intVar("b"), c = Expr::intVar("c");
+  Expr hard = a * a * a + b * b * b == c * c * c && a > Expr::intConst(0) && b > Expr::intConst(0) &&
+              c > Expr::intConst(0);
+  Proof p = s.prove("fermat", !hard);
+  EXPECT_NE(p.status, Proof::Proved);
+}
