@@ -51,6 +51,21 @@ bool Prover::feasible(const Expr &cond, const char *query) {
   return f;
 }
 
+Expr Prover::simplifyCond(const Expr &cond) {
+  Expr c = cond.simplify();
+  if (c.asBool())
+    return c;
+  std::vector<Expr> keep;
+  for (auto &part : c.conjuncts()) {
+    if (implies(part, "cond.simplify"))
+      continue;
+    if (implies(!part, "cond.simplify"))
+      return Expr::boolConst(false);
+    keep.push_back(part);
+  }
+  return smt::conj(keep).simplify();
+}
+
 // c <=> k < m (first = true) or c <=> k >= m (first = false), for the bound variable k.
 static std::optional<std::pair<Expr, bool>> splitPoint(const Expr &cond, const std::string &k) {
   bool negate = false;
@@ -96,9 +111,9 @@ Term Prover::normalize(const Term &t, int level) {
   case TermKind::Read:
     return t;
   case TermKind::Select: {
-    Expr c = t->cond.simplify();
-    if (implies(c, "select.resolve"))
-      return normalize(t->args[0], level);
+    Expr c = simplifyCond(t->cond);
+    if (auto b = c.asBool())
+      return normalize(t->args[*b ? 0 : 1], level);
     if (implies(!c, "select.resolve"))
       return normalize(t->args[1], level);
     Term a, b;
@@ -317,11 +332,12 @@ std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches
       // An index the definition ignores (broadcast) may take any in-range value.
       Expr b = binding[d].isValid() ? binding[d] : Expr::intConst(0);
       at.push_back(b);
-      inBounds.push_back(inRange(b, Expr::intConst(0), ci.shape.dims[d]));
+      inBounds.push_back(Expr::intConst(0) <= b);
+      inBounds.push_back(b < ci.shape.dims[d]);
     }
-    Expr region = smt::conj(inBounds).simplify();
+    Expr region = simplifyCond(smt::conj(inBounds));
     Term read = mkRead(c, at);
-    if (implies(region, "match.bounds")) {
+    if (auto b = region.asBool(); b && *b) {
       pieces.push_back({Expr::boolConst(true), read});
       covered = true;
       break;

@@ -47,6 +47,9 @@ public:
   bool sawUnknown() const { return sawUnknown_; }
   std::string unknownReason() const { return unknownReason_; }
 
+  /// Drops the conjuncts of `c` the path already implies (true/false if decided).
+  smt::Expr simplifyCond(const smt::Expr &c);
+
   Term normalize(const Term &t, int level);
   Term cover(const Term &t, int level, unsigned &matches);
   /// Structural equality modulo index arithmetic, under the path.

@@ -123,3 +123,56 @@ TEST(Mlp, ShardsThatDoNotMatchTheSplitPolicyAreRefuted) {
                  mlpSpec(3, spec::Placement::Split::TensorSplit));
   EXPECT_EQ(r.verdict, Verdict::Refuted) << r.reason;
 }
+
+namespace {
+
+// Every rank receives the full weights and slices its own columns/rows; rank
+// `shifted` reads its w1 columns one to the left (the neighbour's last column).
+ir::Graph slicingRank(int r, int64_t K, int shifted) {
+  GraphBuilder b("rank" + std::to_string(r) + ".onnx");
+  int64_t lo = r * K - (r == shifted ? 1 : 0);
+  b.input("x", {"batch", D}).input("w1", {D, 2 * K}).input("w2", {2 * K, D}).input("b2", {D});
+  b.initializer("c_lo", {1}, {lo}).initializer("c_hi", {1}, {lo + K}).initializer("ax1", {1}, {1});
+  b.initializer("r_lo", {1}, {r * K}).initializer("r_hi", {1}, {r * K + K}).initializer("ax0", {1}, {0});
+  b.node("Slice", {"w1", "c_lo", "c_hi", "ax1"}, {"w1s"}, "/fc1/Slice");
+  b.node("Slice", {"w2", "r_lo", "r_hi", "ax0"}, {"w2s"}, "/fc2/Slice");
+  b.node("MatMul", {"x", "w1s"}, {"h"}, "/fc1/MatMul");
+  b.node("Tanh", {"h"}, {"a"}, "/act/Tanh");
+  b.node("MatMul", {"a", "w2s"}, {"p"}, "/fc2/MatMul");
+  b.node("AllReduce", {"p"}, {"s"}, "/fc2/AllReduce", {}, "com.microsoft");
+  b.node("Add", {"s", "b2"}, {"y"}, "/fc2/Add");
+  b.output("y");
+  return b.build();
+}
+
+spec::Spec replicatedSpec() {
+  auto s = spec::parseSpec(R"(
+shardproof: 1
+reference: ref.onnx
+implementation: {world_size: 2, ranks: "rank{r}.onnx"}
+symbols: {batch: {min: 1}}
+inputs: {x: replicated, w1: replicated, w2: replicated, b2: replicated}
+outputs: {y: replicated}
+)",
+                           "slice.yaml");
+  EXPECT_TRUE(static_cast<bool>(s));
+  return *s;
+}
+
+} // namespace
+
+TEST(Mlp, RanksSlicingTheirOwnShardsAreVerified) {
+  auto r = check(reference(8), {slicingRank(0, 4, -1), slicingRank(1, 4, -1)}, replicatedSpec());
+  EXPECT_EQ(r.verdict, Verdict::Verified) << r.reason;
+}
+
+TEST(Mlp, OffByOneSliceOnRankOneIsRefutedWithTheMissingColumn) {
+  auto r = check(reference(8), {slicingRank(0, 4, -1), slicingRank(1, 4, 1)}, replicatedSpec());
+  ASSERT_EQ(r.verdict, Verdict::Refuted) << r.reason;
+  const relation::Failure &f = r.failures.front();
+  EXPECT_EQ(f.module, "fc1");
+  ASSERT_TRUE(f.cex);
+  ASSERT_EQ(f.cex->index.size(), 2u);
+  // Ranks compute columns 0..3 and 3..6 of fc1's output: column 7 has no counterpart.
+  EXPECT_EQ(f.cex->index[1], 7);
+}
