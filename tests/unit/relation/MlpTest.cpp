@@ -10,6 +10,7 @@
 using namespace shardproof;
 using shardproof::testing::GraphBuilder;
 using relation::Verdict;
+using shardproof::testing::DimSpec;
 
 namespace {
 
@@ -175,4 +176,44 @@ TEST(Mlp, OffByOneSliceOnRankOneIsRefutedWithTheMissingColumn) {
   ASSERT_EQ(f.cex->index.size(), 2u);
   // Ranks compute columns 0..3 and 3..6 of fc1's output: column 7 has no counterpart.
   EXPECT_EQ(f.cex->index[1], 7);
+}
+
+TEST(Mlp, SymbolicHiddenWidthIsVerifiedForEverySize) {
+  // The hidden width is a symbol; each rank holds half of it (its own dim_param,
+  // tied to the reference's by a spec constraint).
+  auto build = [](const std::string &path, DimSpec h) {
+    GraphBuilder b(path);
+    b.input("x", {"batch", D}).input("w1", {D, h}).input("w2", {h, D}).input("b2", {D});
+    b.node("MatMul", {"x", "w1"}, {"h"}, "/fc1/MatMul");
+    b.node("Tanh", {"h"}, {"a"}, "/act/Tanh");
+    b.node("MatMul", {"a", "w2"}, {"p"}, "/fc2/MatMul");
+    return b;
+  };
+  GraphBuilder ref = build("ref.onnx", std::string("hidden"));
+  ref.node("Add", {"p", "b2"}, {"y"}, "/fc2/Add").output("y");
+  std::vector<ir::Graph> ranks;
+  for (int r = 0; r < 2; ++r) {
+    GraphBuilder b = build("rank" + std::to_string(r) + ".onnx", std::string("half"));
+    b.node("AllReduce", {"p"}, {"s"}, "/fc2/AllReduce", {}, "com.microsoft");
+    b.node("Add", {"s", "b2"}, {"y"}, "/fc2/Add").output("y");
+    ranks.push_back(b.build());
+  }
+  auto s = spec::parseSpec(R"(
+shardproof: 1
+reference: ref.onnx
+implementation: {world_size: 2, ranks: "rank{r}.onnx"}
+symbols: {batch: {min: 1}, hidden: {min: 2}, half: {min: 1}}
+constraints: ["hidden == 2 * half"]
+inputs: {x: replicated, w1: {shard: 1, split: even}, w2: {shard: 0, split: even}, b2: replicated}
+outputs: {y: replicated}
+)",
+                           "sym.yaml");
+  ASSERT_TRUE(static_cast<bool>(s));
+  auto r = check(ref.build(), ranks, *s);
+  EXPECT_EQ(r.verdict, Verdict::Verified) << r.reason;
+
+  // Without the constraint tying `half` to `hidden`, some sizes do not tile.
+  s->constraints.clear();
+  auto bad = check(ref.build(), ranks, *s);
+  ASSERT_EQ(bad.verdict, Verdict::Refuted) << bad.reason;
 }
