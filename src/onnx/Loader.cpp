@@ -1,0 +1,242 @@
+// ModelProto -> ir::Graph: values with declared symbolic shapes, nodes in a
+// stable topological order, and user errors that name the file, the node and
+// the nearest existing tensor names.
+#include "shardproof/onnx/Loader.h"
+
+#include "Proto.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <queue>
+#include <sstream>
+
+namespace shardproof::onnxio {
+
+using ir::Graph;
+using smt::Expr;
+
+namespace {
+
+std::string normalizeDomain(const std::string &d) { return d == "ai.onnx" ? std::string() : d; }
+
+class Builder {
+public:
+  Builder(const std::string &file, const LoadOptions &opts) : file_(file), opts_(opts) { g_.path = file; }
+
+  llvm::Expected<Graph> build(const onnx::ModelProto &m) {
+    if (!m.has_graph())
+      return err("the model has no graph");
+    for (auto &op : m.opset_import())
+      g_.opsets[normalizeDomain(op.domain())] = op.version();
+    const onnx::GraphProto &gp = m.graph();
+    g_.name = gp.name();
+
+    // Initializers first: older exporters also list them as graph inputs.
+    for (auto &t : gp.initializer()) {
+      if (g_.find(t.name()))
+        return err("initializer '" + t.name() + "' is defined twice");
+      auto data = convertTensor(t, file_ + ": initializer '" + t.name() + "'");
+      if (!data)
+        return data.takeError();
+      int id = addValue(t.name());
+      g_.values[id].dtype = (*data)->dtype;
+      g_.values[id].init = *data;
+      g_.initializers.push_back(id);
+    }
+    for (auto &vi : gp.input()) {
+      auto existing = g_.find(vi.name());
+      int id = existing ? *existing : addValue(vi.name());
+      if (auto e = declare(id, vi, /*isGraphInput=*/true))
+        return std::move(e);
+      if (!existing)
+        g_.inputs.push_back(id);
+    }
+    if (auto e = addNodes(gp))
+      return std::move(e);
+    for (auto &vi : gp.output()) {
+      auto id = g_.find(vi.name());
+      if (!id)
+        return err("graph output '" + vi.name() + "' is not produced by any node" +
+                   didYouMean(vi.name(), g_.valueNames()));
+      if (auto e = declare(*id, vi, /*isGraphInput=*/false))
+        return std::move(e);
+      g_.outputs.push_back(*id);
+    }
+    // value_info shapes of intermediates; skipped for outputs of custom-domain
+    // nodes, whose shapes torch's exporter is known to get wrong.
+    for (auto &vi : gp.value_info()) {
+      auto id = g_.find(vi.name());
+      if (!id || g_.values[*id].declared)
+        continue;
+      int p = g_.values[*id].producer;
+      if (p >= 0 && !g_.nodes[p].domain.empty())
+        continue;
+      if (auto e = declare(*id, vi, /*isGraphInput=*/false))
+        return std::move(e);
+    }
+    return std::move(g_);
+  }
+
+private:
+  llvm::Error err(const std::string &msg) { return userError(file_ + ": " + msg); }
+
+  int addValue(const std::string &name) {
+    int id = static_cast<int>(g_.values.size());
+    g_.values.push_back({});
+    g_.values.back().name = name;
+    g_.byName[name] = id;
+    return id;
+  }
+
+  // Records dtype and declared shape from a ValueInfoProto.
+  llvm::Error declare(int id, const onnx::ValueInfoProto &vi, bool isGraphInput) {
+    ir::Value &v = g_.values[id];
+    if (!vi.type().has_tensor_type()) {
+      if (isGraphInput)
+        return unsupportedError(file_ + ": graph input '" + vi.name() + "' is not a tensor (sequences and maps are not supported)");
+      return llvm::Error::success();
+    }
+    const auto &tt = vi.type().tensor_type();
+    if (tt.elem_type() != 0 && v.dtype == ir::DType::Other)
+      v.dtype = dtypeOf(tt.elem_type());
+    if (!tt.has_shape())
+      return llvm::Error::success();
+    ir::Shape s;
+    for (int a = 0; a < tt.shape().dim_size(); ++a) {
+      const auto &d = tt.shape().dim(a);
+      if (d.has_dim_value()) {
+        if (d.dim_value() < 0)
+          return err("tensor '" + vi.name() + "' has negative size " + std::to_string(d.dim_value()) + " on axis " +
+                     std::to_string(a));
+        s.dims.push_back(Expr::intConst(d.dim_value()));
+      } else if (d.has_dim_param() && !d.dim_param().empty()) {
+        s.dims.push_back(Expr::intVar(d.dim_param()));
+      } else if (isGraphInput && !opts_.freshSymbolsForUnknownDims) {
+        return err("graph input '" + vi.name() + "' has no size and no dim_param on axis " + std::to_string(a));
+      } else if (isGraphInput) {
+        // An anonymous dim is still some size; give it a name the report can show.
+        s.dims.push_back(Expr::intVar(vi.name() + "." + std::to_string(a)));
+      } else {
+        return llvm::Error::success(); // partially known intermediate shape: ignore it
+      }
+    }
+    v.declared = s;
+    return llvm::Error::success();
+  }
+
+  llvm::Error addNodes(const onnx::GraphProto &gp) {
+    // Producer of every name, to order the nodes and to catch double definitions.
+    llvm::StringMap<int> producerOf;
+    for (int n = 0; n < gp.node_size(); ++n)
+      for (auto &o : gp.node(n).output()) {
+        if (o.empty())
+          continue;
+        if (g_.find(o))
+          return err("node " + describe(gp.node(n), n) + " writes '" + o + "', which is already a graph input or initializer");
+        auto [it, fresh] = producerOf.try_emplace(o, n);
+        if (!fresh)
+          return err("tensor '" + o + "' is written by two nodes: " + describe(gp.node(it->second), it->second) +
+                     " and " + describe(gp.node(n), n));
+      }
+    // Kahn's algorithm, always taking the lowest file position first, so a file
+    // that is already ordered keeps its order.
+    std::vector<int> pending(gp.node_size(), 0);
+    std::vector<std::vector<int>> users(gp.node_size());
+    for (int n = 0; n < gp.node_size(); ++n)
+      for (auto &in : gp.node(n).input()) {
+        if (in.empty() || g_.find(in))
+          continue;
+        auto it = producerOf.find(in);
+        if (it == producerOf.end()) {
+          std::vector<std::string> names = g_.valueNames();
+          for (auto &kv : producerOf)
+            names.push_back(kv.getKey().str());
+          return err("node " + describe(gp.node(n), n) + " reads '" + in +
+                     "', which no node, graph input or initializer defines" + didYouMean(in, names));
+        }
+        ++pending[n];
+        users[it->second].push_back(n);
+      }
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+    for (int n = 0; n < gp.node_size(); ++n)
+      if (!pending[n])
+        ready.push(n);
+    std::vector<int> order;
+    while (!ready.empty()) {
+      int n = ready.top();
+      ready.pop();
+      order.push_back(n);
+      for (int u : users[n])
+        if (--pending[u] == 0)
+          ready.push(u);
+    }
+    if (order.size() != static_cast<size_t>(gp.node_size())) {
+      for (int n = 0; n < gp.node_size(); ++n)
+        if (pending[n])
+          return err("the graph has a cycle through node " + describe(gp.node(n), n));
+    }
+    for (int n : order)
+      if (auto e = addNode(gp.node(n), n))
+        return e;
+    return llvm::Error::success();
+  }
+
+  static std::string describe(const onnx::NodeProto &n, int idx) {
+    std::string name = n.name().empty() ? "#" + std::to_string(idx) : "'" + n.name() + "'";
+    return name + " (" + n.op_type() + ")";
+  }
+
+  llvm::Error addNode(const onnx::NodeProto &np, int fileIdx) {
+    ir::Node node;
+    node.name = np.name().empty() ? np.op_type() + "_" + std::to_string(fileIdx) : np.name();
+    node.opType = np.op_type();
+    node.domain = normalizeDomain(np.domain());
+    for (auto &a : np.attribute()) {
+      auto attr = convertAttribute(a, file_ + ": node '" + node.name + "'");
+      if (!attr)
+        return attr.takeError();
+      node.attrs[a.name()] = std::move(*attr);
+    }
+    for (auto &in : np.input())
+      node.inputs.push_back(in.empty() ? -1 : *g_.find(in));
+    int nodeId = static_cast<int>(g_.nodes.size());
+    for (int slot = 0; slot < np.output_size(); ++slot) {
+      const std::string &o = np.output(slot);
+      // An omitted optional output still occupies its slot.
+      int id = addValue(o.empty() ? node.name + ":unused" + std::to_string(slot) : o);
+      g_.values[id].producer = nodeId;
+      g_.values[id].producerSlot = slot;
+      node.outputs.push_back(id);
+    }
+    g_.nodes.push_back(std::move(node));
+    return llvm::Error::success();
+  }
+
+  std::string file_;
+  LoadOptions opts_;
+  Graph g_;
+};
+
+} // namespace
+
+llvm::Expected<Graph> loadModelFromBytes(const std::string &bytes, const std::string &displayName,
+                                         const LoadOptions &opts) {
+  onnx::ModelProto m;
+  if (bytes.empty())
+    return userError(displayName + ": the file is empty, not an ONNX model");
+  if (!m.ParseFromString(bytes))
+    return userError(displayName + ": not an ONNX model (the protobuf does not parse)");
+  return Builder(displayName, opts).build(m);
+}
+
+llvm::Expected<Graph> loadModel(const std::string &path, const LoadOptions &opts) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return userError(path + ": cannot open the file (" + std::strerror(errno) + ")");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return loadModelFromBytes(ss.str(), path, opts);
+}
+
+} // namespace shardproof::onnxio

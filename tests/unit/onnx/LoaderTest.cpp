@@ -1,0 +1,280 @@
+// The ONNX loader on models built in memory: every storage form of tensor data,
+// symbolic dims, node order, and each kind of malformed file getting a user
+// error that names the file and the offending tensor or node.
+#include "shardproof/onnx/Loader.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+using namespace shardproof;
+
+namespace {
+
+struct ModelBuilder {
+  onnx::ModelProto m;
+  ModelBuilder() {
+    m.set_ir_version(8);
+    auto *op = m.add_opset_import();
+    op->set_domain("");
+    op->set_version(17);
+  }
+  onnx::GraphProto &g() { return *m.mutable_graph(); }
+
+  // dims: a number is a fixed size, a name a dim_param, "" an unknown size.
+  void input(const std::string &name, std::vector<std::string> dims, int type = onnx::TensorProto::FLOAT) {
+    auto *vi = g().add_input();
+    vi->set_name(name);
+    auto *tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    auto *shape = tt->mutable_shape();
+    for (auto &d : dims) {
+      auto *dim = shape->add_dim();
+      if (d.empty())
+        continue;
+      if (isdigit(static_cast<unsigned char>(d[0])))
+        dim->set_dim_value(std::stoll(d));
+      else
+        dim->set_dim_param(d);
+    }
+  }
+  void output(const std::string &name) {
+    g().add_output()->set_name(name);
+  }
+  onnx::NodeProto &node(const std::string &name, const std::string &op, std::vector<std::string> ins,
+                        std::vector<std::string> outs, const std::string &domain = "") {
+    auto *n = g().add_node();
+    n->set_name(name);
+    n->set_op_type(op);
+    n->set_domain(domain);
+    for (auto &i : ins)
+      n->add_input(i);
+    for (auto &o : outs)
+      n->add_output(o);
+    return *n;
+  }
+  onnx::TensorProto &initializer(const std::string &name, std::vector<int64_t> dims, int type) {
+    auto *t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (auto d : dims)
+      t->add_dims(d);
+    return *t;
+  }
+  llvm::Expected<ir::Graph> load(onnxio::LoadOptions opts = {}) {
+    return onnxio::loadModelFromBytes(m.SerializeAsString(), "model.onnx", opts);
+  }
+};
+
+std::string userErrorText(llvm::Expected<ir::Graph> g) {
+  EXPECT_FALSE(static_cast<bool>(g)) << "expected an error";
+  if (g)
+    return "";
+  auto e = takeError(g.takeError());
+  EXPECT_EQ(e.kind, ErrorKind::User) << e.text;
+  return e.text;
+}
+
+} // namespace
+
+TEST(Loader, SymbolicDimsBecomeNamedSymbols) {
+  ModelBuilder b;
+  b.input("x", {"batch", "seq", "8"});
+  b.node("/fc/Relu", "Relu", {"x"}, {"y"});
+  b.output("y");
+  auto g = b.load();
+  ASSERT_TRUE(static_cast<bool>(g)) << shardproof::toString(g.takeError());
+  ASSERT_EQ(g->inputs.size(), 1u);
+  const auto &x = g->values[g->inputs[0]];
+  ASSERT_TRUE(x.declared.has_value());
+  EXPECT_EQ(x.declared->str(), "[batch, seq, 8]");
+  EXPECT_EQ(g->nodes[0].modulePath(), "fc");
+  EXPECT_EQ(g->opsets.at(""), 17);
+}
+
+TEST(Loader, AnonymousInputDimGetsAFreshSymbolOrAnError) {
+  ModelBuilder b;
+  b.input("x", {"", "4"});
+  b.node("n", "Relu", {"x"}, {"y"});
+  b.output("y");
+  auto g = b.load();
+  ASSERT_TRUE(static_cast<bool>(g));
+  EXPECT_EQ(g->values[g->inputs[0]].declared->str(), "[x.0, 4]");
+  onnxio::LoadOptions strict;
+  strict.freshSymbolsForUnknownDims = false;
+  std::string msg = userErrorText(b.load(strict));
+  EXPECT_NE(msg.find("'x'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("axis 0"), std::string::npos) << msg;
+}
+
+TEST(Loader, RawLittleEndianAndTypedInitializersAgree) {
+  ModelBuilder b;
+  float raw[3] = {1.5f, -2.0f, 0.25f};
+  b.initializer("raw", {3}, onnx::TensorProto::FLOAT).set_raw_data(std::string(reinterpret_cast<char *>(raw), sizeof raw));
+  auto &typed = b.initializer("typed", {3}, onnx::TensorProto::FLOAT);
+  for (float f : raw)
+    typed.add_float_data(f);
+  int64_t ints[2] = {7, -9};
+  b.initializer("shape", {2}, onnx::TensorProto::INT64).set_raw_data(std::string(reinterpret_cast<char *>(ints), sizeof ints));
+  b.node("n", "Add", {"raw", "typed"}, {"y"});
+  b.output("y");
+  auto g = b.load();
+  ASSERT_TRUE(static_cast<bool>(g)) << shardproof::toString(g.takeError());
+  EXPECT_TRUE(g->inputs.empty()) << "initializers are not graph inputs";
+  ASSERT_EQ(g->initializers.size(), 3u);
+  auto data = [&](const char *n) { return g->values[*g->find(n)].init; };
+  EXPECT_EQ(data("raw")->floats, data("typed")->floats);
+  EXPECT_EQ(data("raw")->floats[1], -2.0);
+  EXPECT_EQ(data("shape")->ints, (std::vector<int64_t>{7, -9}));
+  EXPECT_TRUE(data("shape")->isInteger());
+}
+
+TEST(Loader, HalfPrecisionBitsAreDecoded) {
+  ModelBuilder b;
+  auto &h = b.initializer("h", {3}, onnx::TensorProto::FLOAT16);
+  for (int32_t bits : {0x3c00, 0xc000, 0x3800}) // 1.0, -2.0, 0.5
+    h.add_int32_data(bits);
+  auto &bf = b.initializer("bf", {1}, onnx::TensorProto::BFLOAT16);
+  bf.add_int32_data(0x3fc0); // 1.5
+  b.node("n", "Add", {"h", "bf"}, {"y"});
+  b.output("y");
+  auto g = b.load();
+  ASSERT_TRUE(static_cast<bool>(g)) << shardproof::toString(g.takeError());
+  EXPECT_EQ(g->values[*g->find("h")].init->floats, (std::vector<double>{1.0, -2.0, 0.5}));
+  EXPECT_EQ(g->values[*g->find("bf")].init->floats, (std::vector<double>{1.5}));
+}
+
+TEST(Loader, RawDataOfTheWrongLengthIsRejected) {
+  ModelBuilder b;
+  b.initializer("w", {4}, onnx::TensorProto::FLOAT).set_raw_data(std::string(12, '\0'));
+  b.output("w");
+  std::string msg = userErrorText(b.load());
+  EXPECT_NE(msg.find("'w'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("12 bytes"), std::string::npos) << msg;
+}
+
+TEST(Loader, ConstantAttributeTensorIsKept) {
+  ModelBuilder b;
+  auto &n = b.node("c", "Constant", {}, {"y"});
+  auto *a = n.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  a->mutable_t()->add_int64_data(42);
+  b.output("y");
+  auto g = b.load();
+  ASSERT_TRUE(static_cast<bool>(g)) << shardproof::toString(g.takeError());
+  const auto *attr = g->nodes[0].attr("value");
+  ASSERT_NE(attr, nullptr);
+  ASSERT_EQ(attr->kind, ir::Attribute::Kind::Tensor);
+  EXPECT_EQ(attr->tensor->ints, (std::vector<int64_t>{42}));
+  EXPECT_EQ(attr->tensor->numElements(), 1);
+}
+
+TEST(Loader, OutOfOrderNodesAreSortedStably) {
+  ModelBuilder b;
+  b.input("x", {"4"});
+  b.node("second", "Relu", {"a"}, {"b"});
+  b.node("first", "Neg", {"x"}, {"a"});
+  b.node("independent", "Abs", {"x"}, {"c"});
+  b.output("b");
+  b.output("c");
+  auto g = b.load();
+  ASSERT_TRUE(static_cast<bool>(g)) << shardproof::toString(g.takeError());
+  std::vector<std::string> order;
+  for (auto &n : g->nodes)
+    order.push_back(n.name);
+  EXPECT_EQ(order, (std::vector<std::string>{"first", "second", "independent"}));
+  const auto &b_ = g->values[*g->find("b")];
+  EXPECT_EQ(g->nodes[b_.producer].name, "second");
+}
+
+TEST(Loader, DefaultDomainSpelledAiOnnxIsTheDefaultDomain) {
+  ModelBuilder b;
+  b.input("x", {"4"});
+  b.node("n", "Relu", {"x"}, {"y"}, "ai.onnx");
+  b.node("ar", "AllReduce", {"y"}, {"z"}, "com.microsoft");
+  b.output("z");
+  auto g = b.load();
+  ASSERT_TRUE(static_cast<bool>(g));
+  EXPECT_EQ(g->nodes[0].domain, "");
+  EXPECT_EQ(g->nodes[1].domain, "com.microsoft");
+}
+
+TEST(Loader, OmittedOptionalInputIsMinusOne) {
+  ModelBuilder b;
+  b.input("x", {"4"});
+  b.node("n", "Clip", {"x", "", ""}, {"y"});
+  b.output("y");
+  auto g = b.load();
+  ASSERT_TRUE(static_cast<bool>(g));
+  EXPECT_EQ(g->nodes[0].inputs, (std::vector<int>{*g->find("x"), -1, -1}));
+}
+
+TEST(Loader, DanglingInputSuggestsTheNearestName) {
+  ModelBuilder b;
+  b.input("hidden_states", {"4"});
+  b.node("/mlp/Relu", "Relu", {"hiden_states"}, {"y"});
+  b.output("y");
+  std::string msg = userErrorText(b.load());
+  EXPECT_NE(msg.find("model.onnx"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("/mlp/Relu"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'hidden_states'"), std::string::npos) << msg;
+}
+
+TEST(Loader, CycleIsReportedWithANodeOnIt) {
+  ModelBuilder b;
+  b.input("x", {"4"});
+  b.node("a", "Add", {"x", "c"}, {"b"});
+  b.node("b", "Relu", {"b"}, {"c"});
+  b.output("c");
+  std::string msg = userErrorText(b.load());
+  EXPECT_NE(msg.find("cycle"), std::string::npos) << msg;
+}
+
+TEST(Loader, TwoProducersOfOneTensorAreRejected) {
+  ModelBuilder b;
+  b.input("x", {"4"});
+  b.node("p", "Relu", {"x"}, {"y"});
+  b.node("q", "Neg", {"x"}, {"y"});
+  b.output("y");
+  std::string msg = userErrorText(b.load());
+  EXPECT_NE(msg.find("'p'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'q'"), std::string::npos) << msg;
+}
+
+TEST(Loader, OutputNobodyProducesIsRejected) {
+  ModelBuilder b;
+  b.input("x", {"4"});
+  b.node("p", "Relu", {"x"}, {"y"});
+  b.output("why");
+  std::string msg = userErrorText(b.load());
+  EXPECT_NE(msg.find("'why'"), std::string::npos) << msg;
+}
+
+TEST(Loader, GarbageAndEmptyBytesAreUserErrorsNamingTheFile) {
+  for (std::string bytes : {std::string(""), std::string("\xff\xff\xff\x07not onnx")}) {
+    auto g = onnxio::loadModelFromBytes(bytes, "weights.onnx");
+    std::string msg = userErrorText(std::move(g));
+    EXPECT_NE(msg.find("weights.onnx"), std::string::npos) << msg;
+  }
+}
+
+TEST(Loader, MissingFileIsAUserError) {
+  std::string msg = userErrorText(onnxio::loadModel("/nonexistent/dir/model.onnx"));
+  EXPECT_NE(msg.find("/nonexistent/dir/model.onnx"), std::string::npos) << msg;
+}
+
+TEST(Loader, ExternalDataIsUnsupportedNotGuessed) {
+  ModelBuilder b;
+  auto &t = b.initializer("w", {2}, onnx::TensorProto::FLOAT);
+  t.set_data_location(onnx::TensorProto::EXTERNAL);
+  b.output("w");
+  auto g = b.load();
+  ASSERT_FALSE(static_cast<bool>(g));
+  auto e = takeError(g.takeError());
+  EXPECT_EQ(e.kind, ErrorKind::Unsupported) << e.text;
+  EXPECT_NE(e.text.find("external"), std::string::npos) << e.text;
+}
