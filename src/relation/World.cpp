@@ -20,11 +20,13 @@ std::vector<std::string> Session::symbolNames() const {
   std::set<std::string> names;
   for (auto &s : spec.symbols)
     names.insert(s.name);
+  // Only graph inputs bind symbols: the shapes exporters declare on outputs
+  // carry invented names ("Addy_dim_2") that are derived, not free.
   auto collect = [&](const Graph &g) {
-    for (auto &v : g.values)
-      if (v.declared)
-        for (auto &d : v.declared->dims)
-          for (auto &n : d.vars())
+    for (int id : g.inputs)
+      if (auto &d = g.values[id].declared)
+        for (auto &dim : d->dims)
+          for (auto &n : dim.vars())
             names.insert(n);
   };
   collect(ref);

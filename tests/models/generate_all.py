@@ -1,1 +1,26 @@
+"""Exports every test model from PyTorch. Usage: generate_all.py REPO_ROOT
+
+Models land next to the specs that use them (specs/examples/*.onnx, not
+committed). Run with Debian's /usr/bin/python3, which has torch and onnx.
+"""
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+
+import mlp  # noqa: E402
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = os.path.join(sys.argv[1], "specs", "examples")
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    mlp.generate(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Collective operators for exporting per-rank graphs with torch.onnx.export.
+
+Each collective is an autograd Function: `forward` only produces a tensor of
+the right shape (export traces it, values do not matter), `symbolic` emits the
+ONNX node the verifier reads. Outputs get an unsized type so the exporter
+cannot bake the traced size into later shape arithmetic.
+"""
+import torch
+
+
+def _unsized(g, node, like):
+    t = like.type()
+    try:
+        node.setType(t.with_sizes([None] * t.dim()))
+    except (AttributeError, RuntimeError, TypeError):
+        pass  # no type information to rewrite: nothing was baked in either
+    return node
+
+
+class AllReduce(torch.autograd.Function):
+    """com.microsoft::AllReduce: sum over ranks, same shape."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def symbolic(g, x):
+        return _unsized(g, g.op("com.microsoft::AllReduce", x), x)
+
+
+class AllGather(torch.autograd.Function):
+    """com.microsoft::AllGather: concat of every rank's input along `axis`."""
+
+    @staticmethod
+    def forward(ctx, x, axis, group_size):
+        return torch.cat([x] * group_size, dim=axis)
+
+    @staticmethod
+    def symbolic(g, x, axis, group_size):
+        return _unsized(g, g.op("com.microsoft::AllGather", x, axis_i=axis, group_size_i=group_size), x)
+
+
+class ReduceScatter(torch.autograd.Function):
+    """shardproof::ReduceScatter: sum over ranks, then rank r keeps chunk r of `axis`."""
+
+    @staticmethod
+    def forward(ctx, x, axis, group_size):
+        return torch.chunk(x, group_size, dim=axis)[0].clone()
+
+    @staticmethod
+    def symbolic(g, x, axis, group_size):
+        return _unsized(g, g.op("shardproof::ReduceScatter", x, axis_i=axis, group_size_i=group_size), x)
+
+
+class Mystery(torch.autograd.Function):
+    """An operator no verifier knows: the check must say UNKNOWN and name it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def symbolic(g, x):
+        return _unsized(g, g.op("shardproof::Mystery", x), x)
+
+
+def all_reduce(x):
+    return AllReduce.apply(x)
+
+
+def all_gather(x, axis, group_size):
+    return AllGather.apply(x, axis, group_size)
+
+
+def reduce_scatter(x, axis, group_size):
+    return ReduceScatter.apply(x, axis, group_size)
+
+
+def mystery(x):
+    return Mystery.apply(x)
+
+
+CUSTOM_DOMAINS = {"com.microsoft": 1, "shardproof": 1}
