@@ -2,6 +2,11 @@
 #include "smt/Context.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -91,6 +96,36 @@ void Solver::dump(const std::string &name, const Expr &formula) {
   f << "(assert " << formula.smtlib() << ")\n(check-sat)\n(get-model)\n";
 }
 
+// Z3's own "timeout" parameter can deadlock in 4.8.12 when it fires under
+// load (seen: a 1 ms timeout hanging for minutes with several processes on 2
+// cores), so the deadline is ours: a watchdog thread interrupts the context,
+// repeatedly, until the check returns.
+static Z3_lbool checkWithDeadline(Z3_context c, Z3_solver s, unsigned timeoutMs, bool &timedOut) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::atomic<bool> fired{false};
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(m);
+    if (cv.wait_for(lock, std::chrono::milliseconds(timeoutMs), [&] { return done; }))
+      return;
+    fired = true;
+    while (!done) {
+      Z3_interrupt(c);
+      cv.wait_for(lock, std::chrono::milliseconds(5), [&] { return done; });
+    }
+  });
+  Z3_lbool res = Z3_solver_check(c, s);
+  {
+    std::lock_guard<std::mutex> lock(m);
+    done = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+  timedOut = fired;
+  return res;
+}
+
 CheckResult Solver::run(const std::string &name, const Expr &formula) {
   CheckResult r;
   auto &st = stats_[name];
@@ -112,14 +147,11 @@ CheckResult Solver::run(const std::string &name, const Expr &formula) {
   Z3_context c = ctx();
   Z3_solver s = Z3_mk_solver(c);
   Z3_solver_inc_ref(c, s);
-  Z3_params p = Z3_mk_params(c);
-  Z3_params_inc_ref(c, p);
-  Z3_params_set_uint(c, p, Z3_mk_string_symbol(c, "timeout"), timeoutMs_);
-  Z3_solver_set_params(c, s, p);
   for (auto &a : assumptions_)
     Z3_solver_assert(c, s, a.raw());
   Z3_solver_assert(c, s, formula.raw());
-  Z3_lbool res = Z3_solver_check(c, s);
+  bool timedOut = false;
+  Z3_lbool res = checkWithDeadline(c, s, timeoutMs_, timedOut);
   if (res == Z3_L_FALSE) {
     r.result = Result::Unsat;
     ++st.unsat;
@@ -133,11 +165,10 @@ CheckResult Solver::run(const std::string &name, const Expr &formula) {
   } else {
     r.result = Result::Unknown;
     r.reason = Z3_solver_get_reason_unknown(c, s);
-    if (r.reason == "canceled" || r.reason == "timeout")
+    if (timedOut || r.reason == "canceled" || r.reason == "timeout")
       r.reason = "solver timeout after " + std::to_string(timeoutMs_) + " ms";
     ++st.unknown;
   }
-  Z3_params_dec_ref(c, p);
   Z3_solver_dec_ref(c, s);
   st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

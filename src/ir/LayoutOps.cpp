@@ -147,13 +147,15 @@ Term reshape(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &id
 // Clamps like ONNX: negative starts/ends count from the end; both are clipped to [0, dim].
 Expr clampIndex(const Expr &v, const Expr &dim) {
   if (auto c = v.asInt()) {
-    if (*c >= std::numeric_limits<int32_t>::max())
-      return dim; // "to the end" sentinel (INT64_MAX and friends)
+    if (*c >= (int64_t(1) << 62))
+      return dim; // "to the end" sentinel (INT64_MAX): no real dim is that large
     if (*c < 0)
       return max(dim + *c, Expr::intConst(0));
     return min(v, dim);
   }
-  return min(max(v, Expr::intConst(0)), dim);
+  // A computed start/end may be negative at some sizes: then it counts from the end.
+  Expr zero = Expr::intConst(0);
+  return ite(v < zero, max(dim + v, zero), min(v, dim));
 }
 
 llvm::Expected<OpResult> inferSlice(const OpInputs &in) {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 using shardproof::testing::example;
 using shardproof::testing::runShardproof;
 
@@ -15,6 +17,8 @@ struct Case {
   int exitCode;          // 0 VERIFIED, 1 REFUTED
   const char *mustSay;   // a fragment the report must contain
 };
+// gtest prints the case by this (the default dumps its bytes into test names).
+inline void PrintTo(const Case &c, std::ostream *os) { *os << c.spec; }
 
 class Examples : public ::testing::TestWithParam<Case> {};
 

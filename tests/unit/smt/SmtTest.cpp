@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 using namespace shardproof::smt;
@@ -70,7 +72,7 @@ TEST(SmtSolver, ShrinkFindsTheSmallestBreakingSize) {
 
 TEST(SmtSolver, CountsQueriesByNameAndDumpsSmtLib) {
   Solver s;
-  auto dir = std::filesystem::temp_directory_path() / "shardproof-smt-dump-test";
+  auto dir = std::filesystem::temp_directory_path() / ("shardproof-smt-dump-test-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   s.setDumpDir(dir.string());
   Expr x = Expr::intVar("x");

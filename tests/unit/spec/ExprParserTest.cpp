@@ -18,6 +18,8 @@ struct IntCase {
   std::map<std::string, int64_t> env;
   int64_t expected;
 };
+// gtest prints the case by this (the default dumps its bytes into test names).
+inline void PrintTo(const IntCase &c, std::ostream *os) { *os << c.text; }
 
 class IntExprEval : public ::testing::TestWithParam<IntCase> {};
 
@@ -82,6 +84,8 @@ struct ErrCase {
   const char *text;
   const char *message; // a substring of the rendered error
 };
+// gtest prints the case by this (the default dumps its bytes into test names).
+inline void PrintTo(const ErrCase &c, std::ostream *os) { *os << c.text; }
 
 class IntExprError : public ::testing::TestWithParam<ErrCase> {};
 
@@ -125,6 +129,8 @@ struct CondCase {
   std::map<std::string, int64_t> env;
   bool expected;
 };
+// gtest prints the case by this (the default dumps its bytes into test names).
+inline void PrintTo(const CondCase &c, std::ostream *os) { *os << c.text; }
 
 class ConstraintEval : public ::testing::TestWithParam<CondCase> {};
 

@@ -51,6 +51,8 @@ struct StrCase {
   int worldSize;
   const char *canonical;
 };
+// gtest prints the case by this (the default dumps its bytes into test names).
+inline void PrintTo(const StrCase &c, std::ostream *os) { *os << c.text; }
 
 class RelationRender : public ::testing::TestWithParam<StrCase> {};
 
@@ -106,6 +108,8 @@ struct ErrCase {
   int worldSize;
   const char *message;
 };
+// gtest prints the case by this (the default dumps its bytes into test names).
+inline void PrintTo(const ErrCase &c, std::ostream *os) { *os << c.text; }
 
 class RelationError : public ::testing::TestWithParam<ErrCase> {};
 

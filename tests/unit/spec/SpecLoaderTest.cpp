@@ -152,6 +152,8 @@ struct RanksCase {
   const char *impl; // the implementation block
   std::vector<std::string> expected;
 };
+// gtest prints the case by this (the default dumps its bytes into test names).
+inline void PrintTo(const RanksCase &c, std::ostream *os) { *os << c.impl; }
 
 class RanksForms : public ::testing::TestWithParam<RanksCase> {};
 
@@ -182,6 +184,8 @@ struct ErrCase {
   const char *message; // a substring of the message
   const char *where;   // "line:col", or "" to skip
 };
+// gtest prints the case by this (the default dumps its bytes into test names).
+inline void PrintTo(const ErrCase &c, std::ostream *os) { *os << c.name; }
 
 std::string withImpl(const std::string &rest, int worldSize = 2) {
   return std::string(kHeader) + "  world_size: " + std::to_string(worldSize) +

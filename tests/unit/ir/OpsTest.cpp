@@ -1,0 +1,222 @@
+// Index-map semantics of the op table: for each op, the output shape over
+// symbolic dims, the element each output index reads, and the obligations the
+// op puts on sizes. Inputs are rendered as in0, in1, ...; index variables as i!d.
+#include "shardproof/ir/Ops.h"
+
+#include <gtest/gtest.h>
+
+using namespace shardproof;
+using namespace shardproof::ir;
+using smt::Expr;
+
+namespace {
+
+Expr sym(const char *n) { return Expr::intVar(n); }
+Expr num(int64_t v) { return Expr::intConst(v); }
+Shape shape(std::initializer_list<Expr> dims) {
+  Shape s;
+  for (auto &d : dims)
+    s.dims.push_back(d);
+  return s;
+}
+IntTensor ints(std::vector<int64_t> v) {
+  IntTensor t;
+  t.dims = {static_cast<int64_t>(v.size())};
+  for (auto x : v)
+    t.vals.push_back(num(x));
+  return t;
+}
+Attribute intAttr(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+Attribute intsAttr(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+
+// One op applied to inputs of the given shapes (and known integer values).
+struct Apply {
+  Node node;
+  std::vector<std::optional<Shape>> shapes;
+  std::vector<std::optional<IntTensor>> values;
+  std::optional<OpResult> result;
+  std::string error;
+
+  Apply(const std::string &op, std::vector<std::optional<Shape>> in, std::map<std::string, Attribute> attrs = {},
+        std::vector<std::optional<IntTensor>> vals = {}, size_t outputs = 1)
+      : shapes(std::move(in)), values(std::move(vals)) {
+    node.name = "/m/" + op;
+    node.opType = op;
+    node.attrs = std::move(attrs);
+    node.outputs.assign(outputs, 0);
+    values.resize(shapes.size());
+    const OpDef *def = lookupOp("", op);
+    EXPECT_NE(def, nullptr) << op;
+    if (!def)
+      return;
+    auto r = def->infer(inputs());
+    if (!r) {
+      error = shardproof::takeError(r.takeError()).text;
+      return;
+    }
+    result = std::move(*r);
+  }
+  OpInputs inputs() const {
+    OpInputs in{node, shapes, {}, values, {}, 1};
+    in.dtypes.assign(shapes.size(), DType::Float);
+    in.data.assign(shapes.size(), nullptr);
+    return in;
+  }
+  std::string outShape(unsigned slot = 0) const { return result ? result->shapes[slot].str() : "error: " + error; }
+  // Output element at the generic index (i!0, i!1, ...), simplified for reading.
+  std::string element(unsigned slot = 0) const {
+    if (!result)
+      return "error: " + error;
+    const OpDef *def = lookupOp("", node.opType);
+    ReadFn read = [](unsigned input, const IndexVec &idx, int) {
+      IndexVec s;
+      for (auto &e : idx)
+        s.push_back(e.simplify());
+      return mkRead(input, s);
+    };
+    IndexVec iv = indexVars("i", static_cast<unsigned>(result->shapes[slot].rank()));
+    Term t = def->element(inputs(), *result, slot, iv, read, 0);
+    t = mapExprs(t, [](const Expr &e) { return e.simplify(); });
+    return str(t, [](ClassId c) { return "in" + std::to_string(c); });
+  }
+  std::vector<std::string> obligations() const {
+    std::vector<std::string> out;
+    if (result)
+      for (auto &o : result->obligations)
+        if (!o.cond.simplify().asBool().value_or(false)) // drop the trivially true ones
+          out.push_back(o.cond.simplify().str());
+    return out;
+  }
+};
+
+} // namespace
+
+TEST(IndexMap, MatMulIsASumOverTheInnerDim) {
+  Apply a("MatMul", {shape({sym("b"), sym("s"), num(8)}), shape({num(8), num(16)})});
+  EXPECT_EQ(a.outShape(), "[b, s, 16]");
+  EXPECT_EQ(a.element(), "sum(k!0 in [0, 8): (in0[i!0, i!1, k!0] * in1[k!0, i!2]))");
+  EXPECT_TRUE(a.obligations().empty());
+}
+
+TEST(IndexMap, MatMulWithSymbolicInnerDimsObligesThemToAgree) {
+  Apply a("MatMul", {shape({sym("s"), sym("h")}), shape({sym("g"), num(4)})});
+  EXPECT_EQ(a.outShape(), "[s, 4]");
+  ASSERT_EQ(a.obligations().size(), 1u);
+  EXPECT_NE(a.obligations()[0].find("h"), std::string::npos);
+  EXPECT_NE(a.obligations()[0].find("g"), std::string::npos);
+}
+
+TEST(IndexMap, GemmWithTransposedBReadsBColumnMajor) {
+  Apply a("Gemm", {shape({sym("n"), num(8)}), shape({num(4), num(8)})}, {{"transB", intAttr(1)}});
+  EXPECT_EQ(a.outShape(), "[n, 4]");
+  EXPECT_EQ(a.element(), "sum(k!0 in [0, 8): (in0[i!0, k!0] * in1[i!1, k!0]))");
+}
+
+TEST(IndexMap, BroadcastAddReadsTheBiasAtTheLastIndexOnly) {
+  Apply a("Add", {shape({sym("b"), sym("s"), num(8)}), shape({num(8)})});
+  EXPECT_EQ(a.outShape(), "[b, s, 8]");
+  EXPECT_EQ(a.element(), "(in0[i!0, i!1, i!2] + in1[i!2])");
+}
+
+TEST(IndexMap, BroadcastOfTwoSymbolicDimsIsAnObligation) {
+  Apply a("Mul", {shape({sym("s")}), shape({sym("t")})});
+  ASSERT_EQ(a.obligations().size(), 1u) << a.outShape();
+  EXPECT_NE(a.obligations()[0].find("s"), std::string::npos);
+  EXPECT_NE(a.obligations()[0].find("t"), std::string::npos);
+}
+
+TEST(IndexMap, BroadcastOfUnequalConstantsIsAnError) {
+  Apply a("Add", {shape({num(3)}), shape({num(4)})});
+  EXPECT_FALSE(a.result.has_value());
+  EXPECT_NE(a.error.find("/m/Add"), std::string::npos) << a.error;
+}
+
+TEST(IndexMap, TransposeSwapsTheIndices) {
+  Apply a("Transpose", {shape({sym("s"), num(4), num(8)})}, {{"perm", intsAttr({2, 0, 1})}});
+  EXPECT_EQ(a.outShape(), "[8, s, 4]");
+  EXPECT_EQ(a.element(), "in0[i!1, i!2, i!0]");
+}
+
+TEST(IndexMap, SliceShiftsTheIndexByItsStart) {
+  Apply a("Slice", {shape({sym("s"), num(16)}), shape({num(1)}), shape({num(1)}), shape({num(1)})}, {},
+          {std::nullopt, ints({7}), ints({15}), ints({1})});
+  EXPECT_EQ(a.outShape(), "[s, 8]");
+  EXPECT_EQ(a.element(), "in0[i!0, 7 + i!1]");
+}
+
+TEST(IndexMap, SliceClampsEndsAndCountsNegativeStartsFromTheEnd) {
+  // x[:, -3:] with the exporter's "to the end" sentinel.
+  Apply a("Slice", {shape({sym("s"), num(16)}), shape({num(1)}), shape({num(1)}), shape({num(1)})}, {},
+          {std::nullopt, ints({-3}), ints({INT64_MAX}), ints({1})});
+  EXPECT_EQ(a.outShape(), "[s, 3]");
+  EXPECT_EQ(a.element(), "in0[i!0, 13 + i!1]");
+}
+
+TEST(IndexMap, SliceOfASymbolicAxisIsClampedToTheDim) {
+  // x[:4] on a dim of size s is min(4, s) long: empty tails are not assumed away.
+  Apply a("Slice", {shape({sym("s")}), shape({num(1)}), shape({num(1)})}, {}, {std::nullopt, ints({0}), ints({4})});
+  EXPECT_NE(a.outShape().find("s"), std::string::npos) << a.outShape();
+  EXPECT_NE(a.outShape().find("4"), std::string::npos) << a.outShape();
+}
+
+TEST(IndexMap, ConcatSelectsTheInputByTheAxisIndex) {
+  Apply a("Concat", {shape({sym("s"), sym("a")}), shape({sym("s"), sym("b")})}, {{"axis", intAttr(1)}});
+  EXPECT_EQ(a.outShape(), "[s, a + b]");
+  EXPECT_EQ(a.element(), "(a > i!1 ? in0[i!0, i!1] : in1[i!0, i!1 - a])");
+}
+
+TEST(IndexMap, ConcatWithMismatchedOtherDimsIsAnObligation) {
+  Apply a("Concat", {shape({sym("s"), num(2)}), shape({sym("t"), num(3)})}, {{"axis", intAttr(1)}});
+  ASSERT_EQ(a.obligations().size(), 1u);
+}
+
+TEST(IndexMap, SplitReadsItsPartAtAnOffset) {
+  Apply a("Split", {shape({sym("s"), num(12)}), shape({num(3)})}, {{"axis", intAttr(1)}},
+          {std::nullopt, ints({4, 4, 4})}, 3);
+  EXPECT_EQ(a.outShape(2), "[s, 4]");
+  EXPECT_EQ(a.element(2), "in0[i!0, 8 + i!1]");
+}
+
+TEST(IndexMap, ReshapeSplittingTheLastDimUsesDivModOnlyThere) {
+  // [b, s, 8] -> [b, s, 2, 4]: heads split; batch and seq indices pass through.
+  Apply a("Reshape", {shape({sym("b"), sym("s"), num(8)}), shape({num(4)})}, {},
+          {std::nullopt, ints({0, 0, 2, 4})});
+  EXPECT_EQ(a.outShape(), "[b, s, 2, 4]");
+  EXPECT_EQ(a.element(), "in0[i!0, i!1, 4*i!2 + i!3]");
+}
+
+TEST(IndexMap, ReshapeWithMinusOneObligesTheCountToDivide) {
+  Apply a("Reshape", {shape({sym("n")}), shape({num(2)})}, {}, {std::nullopt, ints({-1, 4})});
+  ASSERT_EQ(a.obligations().size(), 1u) << a.outShape();
+  EXPECT_NE(a.obligations()[0].find("n"), std::string::npos);
+}
+
+TEST(IndexMap, ErfIsAnUninterpretedFunctionOfTheSameElement) {
+  Apply a("Erf", {shape({sym("s"), num(8)})});
+  EXPECT_EQ(a.element(), "erf(in0[i!0, i!1])");
+}
+
+TEST(IndexMap, SubIsAddOfANegation) {
+  Apply a("Sub", {shape({num(4)}), shape({num(4)})});
+  std::string e = a.element();
+  EXPECT_NE(e.find("in0[i!0]"), std::string::npos) << e;
+  EXPECT_NE(e.find("-1"), std::string::npos) << e;
+}
+
+TEST(OpTable, UnknownOpsAreNotGuessed) {
+  EXPECT_EQ(lookupOp("", "Mystery"), nullptr);
+  EXPECT_EQ(lookupOp("shardproof", "Mystery"), nullptr);
+  EXPECT_NE(lookupOp("ai.onnx", "MatMul"), nullptr);
+  EXPECT_NE(lookupOp("com.microsoft", "AllReduce"), nullptr);
+  EXPECT_EQ(lookupOp("com.microsoft", "MatMul"), nullptr) << "domains are not interchangeable";
+}
