@@ -7,11 +7,14 @@ namespace shardproof::relation {
 using smt::Expr;
 using namespace ir;
 
-static std::vector<unsigned> ids(const std::vector<Expr> &xs) {
-  std::vector<unsigned> out;
-  for (auto &x : xs)
-    out.push_back(x.id());
-  return out;
+// Ids are stable while the key holds the ASTs alive, so comparing them is exact.
+bool Prover::QueryKey::operator<(const QueryKey &o) const {
+  if (path.size() != o.path.size())
+    return path.size() < o.path.size();
+  for (size_t i = 0; i < path.size(); ++i)
+    if (path[i].id() != o.path[i].id())
+      return path[i].id() < o.path[i].id();
+  return cond.id() < o.cond.id();
 }
 
 bool Prover::implies(const Expr &cond, const char *query) {
@@ -21,7 +24,7 @@ bool Prover::implies(const Expr &cond, const char *query) {
   for (auto &p : path_)
     if (p.same(c))
       return true;
-  auto key = std::make_pair(ids(path_), c.id());
+  QueryKey key{path_, c};
   if (auto it = impliesCache_.find(key); it != impliesCache_.end()) {
     ++cacheHits_;
     return it->second;
@@ -40,7 +43,7 @@ bool Prover::feasible(const Expr &cond, const char *query) {
   Expr c = cond.simplify();
   if (auto b = c.asBool(); b && !*b)
     return false;
-  auto key = std::make_pair(ids(path_), c.id());
+  QueryKey key{path_, c};
   if (auto it = feasibleCache_.find(key); it != feasibleCache_.end()) {
     ++cacheHits_;
     return it->second;

@@ -78,7 +78,14 @@ private:
   smt::Solver &solver_;
   ClassTable &classes_;
   std::vector<smt::Expr> path_;
-  std::map<std::pair<std::vector<unsigned>, unsigned>, bool> impliesCache_, feasibleCache_;
+  // Keyed by the expressions themselves, not their Z3 ids: an id is reused once
+  // its AST dies, and a stale id would answer for a different formula.
+  struct QueryKey {
+    std::vector<smt::Expr> path;
+    smt::Expr cond;
+    bool operator<(const QueryKey &o) const;
+  };
+  std::map<QueryKey, bool> impliesCache_, feasibleCache_;
   unsigned cacheHits_ = 0;
   bool sawUnknown_ = false;
   std::string unknownReason_;
