@@ -20,7 +20,7 @@ namespace {
 constexpr int kExitBadInput = 3;
 constexpr int kExitInternal = 4;
 
-const char *kDescription = R"(shardproof proves that a sharded (tensor/sequence/vocab-parallel) implementation
+const char *kIntro = R"(shardproof proves that a sharded (tensor/sequence/vocab-parallel) implementation
 of a model computes the same as its single-device reference, for every admissible
 size, or shows where and why it does not.
 
@@ -32,12 +32,27 @@ Example:
   shardproof check specs/examples/mlp_tp2.yaml
   shardproof check specs/examples/mlp_tp2.yaml --json report.json
 
-Exit codes:
+)";
+
+const char *kExitCodes = R"(Exit codes:
   0  VERIFIED  every reference output is rebuilt from the ranks for all sizes
   1  REFUTED   a concrete counterexample (sizes, rank, index) was found
   2  UNKNOWN   could not decide (unsupported op, solver limit); the reason is printed
   3  bad input (missing/corrupt file, bad YAML, unknown tensor name, ...)
   4  internal error (a bug in shardproof; please report it))";
+
+const char *kCheckFooter = R"(
+The report: a table of the relation found for every reference tensor, the
+verdict per output, and for a failure the first reference node no rank
+computes, its module path, the rank nodes nearby and a counterexample
+(sizes, rank, index) whose two sides were evaluated on numbers.
+
+Examples:
+  shardproof check specs/examples/mlp_tp2.yaml                  # VERIFIED
+  shardproof check specs/examples/mlp_bias_before_reduce.yaml   # REFUTED at fc2
+  shardproof check spec.yaml --json report.json --stats
+
+)";
 
 int reportError(llvm::Error e) {
   auto taken = takeError(std::move(e));
@@ -113,12 +128,14 @@ int runCheck(const CheckArgs &a) {
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{kDescription, "shardproof"};
+  const std::string description = std::string(kIntro) + kExitCodes;
+  CLI::App app{description, "shardproof"};
   app.set_version_flag("--version", "shardproof 0.1.0");
   app.require_subcommand(1);
 
   CheckArgs check;
-  auto *cmd = app.add_subcommand("check", "Prove the implementation refines the reference (see exit codes above)");
+  auto *cmd = app.add_subcommand("check", "Prove the implementation refines the reference");
+  cmd->footer(std::string(kCheckFooter) + kExitCodes);
   cmd->add_option("spec", check.spec, "The YAML spec (paths in it are relative to it)")->required();
   cmd->add_option("--json", check.json, "Also write the report as JSON to this file");
   cmd->add_option("--timeout-ms", check.timeoutMs, "Solver timeout per query, in milliseconds (a timeout gives UNKNOWN)")

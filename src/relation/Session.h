@@ -9,6 +9,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 
 namespace shardproof::relation {
 
@@ -41,6 +42,7 @@ struct Session {
   std::vector<ValueInfo> refValues;
   std::vector<PendingObligation> obligations;
   Result result;
+  std::set<std::string> reportedRankNodes; // rank nodes already reported as unsupported
 
   Session(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, const spec::Spec &spec, const Options &o)
       : ref(ref), ranks(ranks), spec(spec), opts(o), solver(o.solverTimeoutMs), prover(solver, classes) {}

@@ -341,9 +341,19 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
     for (int o : n.outputs)
       values[o].unsupported = why;
   };
+  // Where reasoning stops on a rank: reported once per node, as the reason for UNKNOWN.
+  auto originUnsupported = [&](const std::string &why) {
+    markUnsupported(why);
+    if (rank < 0 || !reportedRankNodes.insert(n.name).second)
+      return;
+    // No reference node: the message names the rank node.
+    result.failures.push_back({Failure::Unsupported, "rank " + std::to_string(rank) + " node " + describe(n) + ": " + why,
+                               "", n.opType, n.modulePath(), n.outputs.empty() ? "" : g.values[n.outputs[0]].name,
+                               {}, std::nullopt});
+  };
   const OpDef *def = lookupOp(n.domain, n.opType);
   if (!def) {
-    markUnsupported("unsupported operator " + (n.domain.empty() ? n.opType : n.domain + "::" + n.opType));
+    originUnsupported("unsupported operator " + (n.domain.empty() ? n.opType : n.domain + "::" + n.opType));
     return llvm::Error::success();
   }
   OpInputs in{n, {}, {}, {}, {}, worldSize()};
@@ -373,7 +383,7 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
   if (!res) {
     auto taken = takeError(res.takeError());
     if (taken.kind == ErrorKind::Unsupported) {
-      markUnsupported(taken.text);
+      originUnsupported(taken.text);
       return llvm::Error::success();
     }
     return userError((rank < 0 ? std::string("reference model ") : "rank " + std::to_string(rank) + " model ") +

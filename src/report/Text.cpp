@@ -32,8 +32,10 @@ static std::string clip(const std::string &s, size_t n) {
   return s.size() <= n ? s : s.substr(0, n - 3) + "...";
 }
 
-static void printCex(llvm::raw_ostream &os, const Counterexample &c) {
-  os << "  counterexample: " << c.str() << "\n";
+// Only a REFUTED verdict has counterexamples; under UNKNOWN the same data is
+// just an element the checker could not relate.
+static void printCex(llvm::raw_ostream &os, const Counterexample &c, bool refuted) {
+  os << (refuted ? "  counterexample: " : "  unrelated element: ") << c.str() << "\n";
   if (!c.expected.empty())
     os << "    reference:      " << clip(c.expected, 300) << "\n";
   if (!c.actual.empty())
@@ -101,7 +103,7 @@ void printText(llvm::raw_ostream &os, const Result &r, const Context &ctx, const
         os << "\n";
       }
       if (f.cex)
-        printCex(os, *f.cex);
+        printCex(os, *f.cex, r.verdict == Verdict::Refuted);
     }
   }
   for (auto &n : r.notes)
