@@ -63,6 +63,33 @@ llvm::Expected<OpResult> inferReduceScatter(const OpInputs &in) {
   return r;
 }
 
+// AllToAll: rank q cuts its input into group_size equal chunks along
+// `split_axis`; rank r receives chunk r of every rank, concatenated in rank
+// order along `concat_axis` (Ulysses-style sequence/head exchange).
+llvm::Expected<OpResult> inferAllToAll(const OpInputs &in) {
+  auto r = inferAllReduce(in);
+  if (!r)
+    return r.takeError();
+  auto g = groupSize(in);
+  if (!g)
+    return g.takeError();
+  size_t rank = in.shapes[0]->rank();
+  auto split = normAxis(in.node, attrInt(in.node, "split_axis", 0), rank);
+  if (!split)
+    return split.takeError();
+  auto cat = normAxis(in.node, attrInt(in.node, "concat_axis", 0), rank);
+  if (!cat)
+    return cat.takeError();
+  Expr d = in.shapes[0]->dims[*split];
+  r->obligations.push_back({"AllToAll split axis of " + describe(in.node) + " divides by the group size",
+                            mod(d, Expr::intConst(*g)) == Expr::intConst(0)});
+  Shape &out = r->shapes[0];
+  out.dims[*split] = floorDiv(d, Expr::intConst(*g));
+  out.dims[*cat] = out.dims[*cat] * *g;
+  r->aux = {*split, *cat};
+  return r;
+}
+
 } // namespace
 
 std::vector<OpDef> collectiveOps() {
@@ -73,6 +100,7 @@ std::vector<OpDef> collectiveOps() {
     out.push_back(OpDef{dom, "AllGather", C::Collective, inferAllGather, nullptr});
   }
   out.push_back(OpDef{"shardproof", "ReduceScatter", C::Collective, inferReduceScatter, nullptr});
+  out.push_back(OpDef{"shardproof", "AllToAll", C::Collective, inferAllToAll, nullptr});
   return out;
 }
 

@@ -282,16 +282,17 @@ void Session::decide() {
         keep.push_back(f);
     result.failures = keep;
   }
-  // The failure to show first. REFUTED: the first reference node without a
-  // relation, then obligations and output mismatches. UNKNOWN: what stopped the
+  // The failure to show first. REFUTED: a size obligation the implementation
+  // breaks (the root cause when present), then the first reference node without
+  // a relation, then output mismatches. UNKNOWN: what stopped the
   // reasoning (an unsupported node, a solver limit); the missing relations
   // downstream of it are consequences.
   bool unknownFirst = result.verdict == Verdict::Unknown;
   std::stable_sort(result.failures.begin(), result.failures.end(), [&](const Failure &a, const Failure &b) {
     auto rankOf = [&](const Failure &f) {
       switch (f.kind) {
-      case Failure::NoRelation: return unknownFirst ? 3 : 0;
-      case Failure::Obligation: return unknownFirst ? 2 : 1;
+      case Failure::NoRelation: return unknownFirst ? 3 : 1;
+      case Failure::Obligation: return unknownFirst ? 2 : (f.refOp == "reference" ? 3 : 0);
       case Failure::OutputMismatch: return unknownFirst ? 4 : 2;
       case Failure::Unsupported: return unknownFirst ? 0 : 3;
       case Failure::SolverUnknown: return unknownFirst ? 1 : 4;

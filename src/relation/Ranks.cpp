@@ -27,6 +27,10 @@ static std::string collectiveKind(const Node &n) {
     const Attribute *a = n.attr("op");
     op += ":" + (a && a->kind == Attribute::Kind::String ? a->s : std::string("sum"));
   }
+  // Layout attributes are part of the call: the element maps use rank 0's.
+  for (const char *attr : {"axis", "split_axis", "concat_axis"})
+    if (const Attribute *a = n.attr(attr); a && a->kind == Attribute::Kind::Int)
+      op += std::string(" ") + attr + "=" + std::to_string(a->i);
   return op;
 }
 
@@ -93,12 +97,14 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
   IndexVec iv = indexVars("i", static_cast<unsigned>(s0.rank()));
   auto readRank = [&](int r, const IndexVec &idx) { return instantiate(ins[r], iv, idx, 0); };
   std::string op = n0.opType;
-  if (op == "AllReduce") {
+  // Reductions and exchanges read the same element on every rank: shapes must agree.
+  if (op == "AllReduce" || op == "ReduceScatter" || op == "AllToAll")
     for (int r = 1; r < P; ++r)
       for (size_t d = 0; d < s0.rank(); ++d)
         S.obligations.push_back({{"ranks pass equal shapes to " + describe(n0) + " (dim " + std::to_string(d) + ")",
                                   shapes[r].dims[d] == s0.dims[d]},
                                  r, calls[r]->name, calls[r]->modulePath()});
+  if (op == "AllReduce") {
     Term t;
     for (int r = 0; r < P; ++r) {
       Term x = readRank(r, iv);
@@ -158,6 +164,34 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
       S.rankValues[r][out].term = S.prover.normalize(t, 0);
       S.rankValues[r][out].shape = os;
       internValue(S, r, *calls[r], out);
+    }
+    return llvm::Error::success();
+  }
+  if (op == "AllToAll") {
+    int64_t split = attrInt(n0, "split_axis", 0), cat = attrInt(n0, "concat_axis", 0);
+    if (split < 0)
+      split += static_cast<int64_t>(s0.rank());
+    if (cat < 0)
+      cat += static_cast<int64_t>(s0.rank());
+    Expr chunk = floorDiv(s0.dims[split], Expr::intConst(P));
+    Shape os = s0;
+    os.dims[split] = chunk;
+    Expr piece = os.dims[cat]; // extent of one rank's piece along the concat axis
+    os.dims[cat] = piece * P;
+    for (int r = 0; r < P; ++r) {
+      // Piece q of rank r's output is chunk r of rank q's input.
+      Term t;
+      for (int q = P - 1; q >= 0; --q) {
+        IndexVec src = iv;
+        src[cat] = iv[cat] - piece * q;
+        src[split] = src[split] + chunk * r;
+        Term x = readRank(q, src);
+        t = t ? mkSelect(iv[cat] < piece * (q + 1), x, t) : x;
+      }
+      int out = calls[r]->outputs[0];
+      Prover::Scope sc(S.prover, Session::bounds(os));
+      S.rankValues[r][out].term = S.prover.normalize(t, 0);
+      S.rankValues[r][out].shape = os;
     }
     return llvm::Error::success();
   }

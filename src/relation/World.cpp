@@ -386,8 +386,14 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
       originUnsupported(taken.text);
       return llvm::Error::success();
     }
-    return userError((rank < 0 ? std::string("reference model ") : "rank " + std::to_string(rank) + " model ") +
-                     g.path + ": " + taken.text);
+    if (rank < 0)
+      return userError("reference model " + g.path + ": " + taken.text);
+    // A rank graph that cannot run at any admissible size is a broken
+    // implementation (a collective on the wrong axis makes the next MatMul
+    // mismatch): an obligation that always fails, so REFUTED with sizes.
+    obligations.push_back({{taken.text, Expr::boolConst(false)}, rank, n.name, n.modulePath()});
+    markUnsupported("rank " + std::to_string(rank) + " node " + describe(n) + " cannot run: " + taken.text);
+    return llvm::Error::success();
   }
   for (auto &o : res->obligations)
     obligations.push_back({o, rank, n.name, n.modulePath()});
