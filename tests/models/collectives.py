@@ -53,6 +53,22 @@ class ReduceScatter(torch.autograd.Function):
         return _unsized(g, g.op("shardproof::ReduceScatter", x, axis_i=axis, group_size_i=group_size), x)
 
 
+class AllToAll(torch.autograd.Function):
+    """shardproof::AllToAll: chunk r of every rank's input (cut on split_axis),
+    concatenated in rank order on concat_axis."""
+
+    @staticmethod
+    def forward(ctx, x, split_axis, concat_axis, group_size):
+        parts = torch.chunk(x, group_size, dim=split_axis)
+        return torch.cat([parts[0]] * group_size, dim=concat_axis)
+
+    @staticmethod
+    def symbolic(g, x, split_axis, concat_axis, group_size):
+        node = g.op("shardproof::AllToAll", x, split_axis_i=split_axis, concat_axis_i=concat_axis,
+                    group_size_i=group_size)
+        return _unsized(g, node, x)
+
+
 class Mystery(torch.autograd.Function):
     """An operator no verifier knows: the check must say UNKNOWN and name it."""
 
@@ -75,6 +91,10 @@ def all_gather(x, axis, group_size):
 
 def reduce_scatter(x, axis, group_size):
     return ReduceScatter.apply(x, axis, group_size)
+
+
+def all_to_all(x, split_axis, concat_axis, group_size):
+    return AllToAll.apply(x, split_axis, concat_axis, group_size)
 
 
 def mystery(x):
