@@ -160,12 +160,6 @@ bool Expr::mentions(const std::string &var) const {
   return std::find(vs.begin(), vs.end(), var) != vs.end();
 }
 
-Expr Expr::simplify() const {
-  if (!ast_)
-    return *this;
-  return Expr(Z3_simplify(ctx(), ast_));
-}
-
 Expr Expr::substitute(const std::vector<Expr> &from, const std::vector<Expr> &to) const {
   if (!ast_ || from.empty())
     return *this;

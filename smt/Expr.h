@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -62,7 +63,15 @@ public:
   /// returns {a, rest}. Works on the simplified form.
   std::optional<std::pair<int64_t, Expr>> affineIn(const std::string &var) const;
 
+  /// Value of a variable, or nullopt if unknown.
+  using Env = std::function<std::optional<int64_t>(const std::string &)>;
+  /// Evaluates this integer (or boolean: 1/0) expression with the variables
+  /// given by `env`, without the solver; nullopt if a variable is unknown or a
+  /// division by zero occurs. Division and modulo are floor-style (as built).
+  std::optional<int64_t> eval(const Env &env) const;
+
   // --- Transformation -------------------------------------------------------
+  /// Z3's simplifier plus the div/mod rules of reshaped indices (Simplify.cpp).
   Expr simplify() const;
   /// Replaces named constants `from[i]` by `to[i]` simultaneously.
   Expr substitute(const std::vector<Expr> &from, const std::vector<Expr> &to) const;
@@ -111,5 +120,8 @@ Expr conj(const std::vector<Expr> &xs);
 Expr disj(const std::vector<Expr> &xs);
 /// lo <= x < hi
 Expr inRange(const Expr &x, const Expr &lo, const Expr &hi);
+/// e / c when every coefficient of the linear form of e (and its constant) is a
+/// multiple of c; nullopt otherwise (Simplify.cpp).
+std::optional<Expr> divideExact(const Expr &e, int64_t c);
 
 } // namespace shardproof::smt

@@ -8,43 +8,6 @@ namespace {
 
 using smt::Expr;
 
-llvm::Expected<std::vector<Expr>> intInput(const OpInputs &in, unsigned i, const char *what) {
-  if (i >= in.values.size() || !in.values[i])
-    return unsupportedError("node " + describe(in.node) + ": " + what +
-                            " is not a constant or computable shape value");
-  return in.values[i]->vals;
-}
-
-// Ints from an input (opset >= 13 style) or else from an attribute.
-llvm::Expected<std::vector<Expr>> intsFrom(const OpInputs &in, unsigned i, const char *attr) {
-  if (in.has(i))
-    return intInput(in, i, attr);
-  std::vector<Expr> out;
-  for (int64_t v : attrInts(in.node, attr))
-    out.push_back(Expr::intConst(v));
-  return out;
-}
-
-llvm::Expected<int64_t> constInt(const Node &n, const Expr &e, const char *what) {
-  if (auto v = e.asInt())
-    return *v;
-  return unsupportedError("node " + describe(n) + ": " + what + " must be a constant, got " + e.str());
-}
-
-Expr product(const Shape &s, size_t from, size_t to) {
-  Expr p = Expr::intConst(1);
-  for (size_t d = from; d < to; ++d)
-    p = p * s.dims[d];
-  return p;
-}
-
-OpResult one(Shape s, DType t) {
-  OpResult r;
-  r.shapes = {std::move(s)};
-  r.dtypes = {t};
-  return r;
-}
-
 // --- Transpose ---------------------------------------------------------------
 llvm::Expected<OpResult> inferTranspose(const OpInputs &in) {
   const Shape &s = *in.shapes[0];

@@ -11,7 +11,7 @@ static std::string canonDomain(const std::string &d) { return d == "ai.onnx" ? "
 static const std::map<std::pair<std::string, std::string>, OpDef> &table() {
   static const auto t = [] {
     std::map<std::pair<std::string, std::string>, OpDef> m;
-    for (auto fam : {elementwiseOps, linalgOps, layoutOps, collectiveOps})
+    for (auto fam : {elementwiseOps, linalgOps, layoutOps, collectiveOps, reduceOps, indexOps})
       for (const OpDef &d : fam())
         m.emplace(std::make_pair(std::string(d.domain), std::string(d.type)), d);
     return m;
@@ -29,6 +29,43 @@ std::vector<const OpDef *> allOps() {
   for (auto &[_, d] : table())
     out.push_back(&d);
   return out;
+}
+
+llvm::Expected<std::vector<smt::Expr>> intInput(const OpInputs &in, unsigned i, const char *what) {
+  if (i >= in.values.size() || !in.values[i])
+    return unsupportedError("node " + describe(in.node) + ": " + what +
+                            " is not a constant or computable shape value");
+  return in.values[i]->vals;
+}
+
+// Ints from an input (opset >= 13 style) or else from an attribute.
+llvm::Expected<std::vector<smt::Expr>> intsFrom(const OpInputs &in, unsigned i, const char *attr) {
+  if (in.has(i))
+    return intInput(in, i, attr);
+  std::vector<smt::Expr> out;
+  for (int64_t v : attrInts(in.node, attr))
+    out.push_back(smt::Expr::intConst(v));
+  return out;
+}
+
+llvm::Expected<int64_t> constInt(const Node &n, const smt::Expr &e, const char *what) {
+  if (auto v = e.asInt())
+    return *v;
+  return unsupportedError("node " + describe(n) + ": " + what + " must be a constant, got " + e.str());
+}
+
+smt::Expr product(const Shape &s, size_t from, size_t to) {
+  smt::Expr p = smt::Expr::intConst(1);
+  for (size_t d = from; d < to; ++d)
+    p = p * s.dims[d];
+  return p;
+}
+
+OpResult one(Shape s, DType t) {
+  OpResult r;
+  r.shapes = {std::move(s)};
+  r.dtypes = {t};
+  return r;
 }
 
 std::string describe(const Node &n) {

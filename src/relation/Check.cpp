@@ -34,7 +34,8 @@ static std::string renderAt(const Session &S, const Term &t, const smt::Model &m
 }
 
 Counterexample Session::makeCounterexample(const Expr &region, const std::string &tensor, int rank,
-                                           const Shape &shape, const Term &expected, const Term &actual) {
+                                           const Shape &shape, const Term &expected, const Term &actual,
+                                           const Term &expectedNum, const Term &actualNum) {
   Counterexample cex;
   cex.tensor = tensor;
   cex.rank = rank;
@@ -58,7 +59,10 @@ Counterexample Session::makeCounterexample(const Expr &region, const std::string
     auto env = envOf(m);
     for (size_t d = 0; d < shape.rank(); ++d)
       env["i!" + std::to_string(d)] = cex.index[d];
-    double a = evaluate(expected, classes, env), b = evaluate(actual, classes, env);
+    // Evaluated on the class-level terms when given: class reads are memoized,
+    // while a fully expanded term repeats every shared sub-computation.
+    double a = evaluate(expectedNum ? expectedNum : expected, classes, env);
+    double b = evaluate(actualNum ? actualNum : actual, classes, env);
     cex.expectedValue = a;
     cex.actualValue = b;
     double tol = 1e-6 * (1 + std::abs(a) + std::abs(b));
@@ -217,7 +221,8 @@ llvm::Error Session::checkOutputs() {
         break;
       }
       Prover::Scope sc(prover, bounds(shape));
-      Term a = v.term, b = prover.normalize(side.first, 0);
+      const Term a0 = v.term, b0 = prover.normalize(side.first, 0);
+      Term a = a0, b = b0;
       std::optional<Expr> diff;
       unsigned expansions = 0;
       while ((diff = prover.firstDifference(a, b, 0))) {
@@ -231,7 +236,7 @@ llvm::Error Session::checkOutputs() {
       }
       if (!diff)
         continue;
-      Counterexample cex = makeCounterexample(*diff, name, rank, shape, a, b);
+      Counterexample cex = makeCounterexample(*diff, name, rank, shape, a, b, a0, b0);
       std::string who = rank >= 0 ? " on rank " + std::to_string(rank) : "";
       Failure f{Failure::OutputMismatch, "", "", "", "", name, {}, cex};
       if (cex.replayed) {

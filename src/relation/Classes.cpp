@@ -4,10 +4,26 @@
 
 namespace shardproof::relation {
 
+// Registers every leaf of the Select tree of a definition as a matchable piece:
+// a masked tensor (causal mask, padding) is matched region by region.
+static void addPieces(std::unordered_map<size_t, std::vector<ClassTable::Piece>> &index, ClassId id,
+                      const Term &t, const smt::Expr &cond) {
+  if (t->kind == ir::TermKind::Select) {
+    addPieces(index, id, t->args[0], (cond && t->cond).simplify());
+    addPieces(index, id, t->args[1], (cond && !t->cond).simplify());
+    return;
+  }
+  index[t->skeleton].push_back({id, cond, t});
+}
+
 ClassId ClassTable::add(ClassInfo info) {
   ClassId id = static_cast<ClassId>(classes_.size());
-  if (info.kind == ClassInfo::Compute && info.def)
-    bySkeleton_[info.def->skeleton].push_back(id);
+  if (info.kind == ClassInfo::Compute && info.def) {
+    addPieces(bySkeleton_, id, info.def, smt::Expr::boolConst(true));
+    // The whole Select as well: a reference term with the same mask is one read.
+    if (info.def->kind == ir::TermKind::Select)
+      bySkeleton_[info.def->skeleton].push_back({id, smt::Expr::boolConst(true), info.def});
+  }
   classes_.push_back(std::move(info));
   return id;
 }
@@ -35,7 +51,7 @@ ClassId ClassTable::intern(ClassInfo info, bool &created) {
   return id;
 }
 
-const std::vector<ClassId> &ClassTable::withSkeleton(size_t skeleton) const {
+const std::vector<ClassTable::Piece> &ClassTable::withSkeleton(size_t skeleton) const {
   auto it = bySkeleton_.find(skeleton);
   return it == bySkeleton_.end() ? none_ : it->second;
 }

@@ -36,8 +36,15 @@ public:
   /// Hash-consing of computed classes: returns an existing class with the same
   /// definition and shape, or creates one.
   ClassId intern(ClassInfo info, bool &created);
-  /// Classes whose definition has this skeleton (candidates for matching).
-  const std::vector<ClassId> &withSkeleton(size_t skeleton) const;
+  /// One region of a class definition: where `cond` holds (over u!0..), the
+  /// element is `leaf`. A definition without a top-level Select is one piece.
+  struct Piece {
+    ClassId cls;
+    smt::Expr cond;
+    Term leaf;
+  };
+  /// Pieces of class definitions with this skeleton (candidates for matching).
+  const std::vector<Piece> &withSkeleton(size_t skeleton) const;
   /// Constant classes are keyed by content so reference and ranks share them.
   ClassId constant(const std::string &label, const std::vector<int64_t> &dims, const std::vector<double> &data);
   std::string label(ClassId c) const { return classes_[c].label; }
@@ -45,9 +52,9 @@ public:
 private:
   std::vector<ClassInfo> classes_;
   std::unordered_map<size_t, std::vector<ClassId>> byHash_;
-  std::unordered_map<size_t, std::vector<ClassId>> bySkeleton_;
+  std::unordered_map<size_t, std::vector<Piece>> bySkeleton_;
   std::unordered_map<size_t, std::vector<ClassId>> byContent_;
-  std::vector<ClassId> none_;
+  std::vector<Piece> none_;
 };
 
 } // namespace shardproof::relation

@@ -19,26 +19,23 @@ struct Evaluator {
   std::map<std::string, int64_t> env;
   std::map<std::pair<ClassId, std::vector<int64_t>>, double> memo;
 
+  // Work left before giving up (NAN: the replay is then "not confirmed").
+  uint64_t budget = 50'000'000;
+
+  std::optional<int64_t> lookup(const std::string &n) const {
+    auto it = env.find(n);
+    return it == env.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
+
   int64_t index(const Expr &e) {
-    std::vector<Expr> from, to;
-    for (auto &n : e.vars()) {
-      auto it = env.find(n);
-      if (it == env.end())
-        return INT64_MIN;
-      from.push_back(Expr::intVar(n));
-      to.push_back(Expr::intConst(it->second));
-    }
-    auto v = e.substitute(from, to).simplify().asInt();
+    auto v = e.eval([this](const std::string &n) { return lookup(n); });
     return v ? *v : INT64_MIN;
   }
 
   bool cond(const Expr &e) {
-    std::vector<Expr> from, to;
-    for (auto &n : e.vars()) {
-      from.push_back(Expr::intVar(n));
-      to.push_back(Expr::intConst(env.count(n) ? env[n] : 0));
-    }
-    return e.substitute(from, to).simplify().asBool().value_or(false);
+    // A variable the point does not fix (an ignored broadcast index) reads as 0.
+    auto v = e.eval([this](const std::string &n) { return lookup(n).value_or(0); });
+    return v.value_or(0) != 0;
   }
 
   static double leaf(const std::string &label, const std::vector<int64_t> &idx) {
@@ -83,6 +80,9 @@ struct Evaluator {
   }
 
   double eval(const Term &t) {
+    if (budget == 0)
+      return NAN;
+    --budget;
     switch (t->kind) {
     case TermKind::Const: return t->value;
     case TermKind::Read: {

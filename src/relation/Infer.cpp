@@ -108,9 +108,13 @@ llvm::Error Session::inferReference() {
         if (!v.unsupported.empty()) {
           row.status = RelationRow::Unsupported;
           row.relation = v.unsupported;
-          Failure f{Failure::Unsupported, v.unsupported + " at node " + describe(n), n.name, n.opType,
-                    n.modulePath(), ref.values[o].name, {}, std::nullopt};
-          result.failures.push_back(f);
+          // Report where it starts, not every node downstream that inherits it.
+          bool inherited = false;
+          for (int id : n.inputs)
+            inherited |= id >= 0 && refValues[id].unsupported == v.unsupported;
+          if (!inherited)
+            result.failures.push_back({Failure::Unsupported, v.unsupported + " at node " + describe(n), n.name,
+                                       n.opType, n.modulePath(), ref.values[o].name, {}, std::nullopt});
           result.rows.push_back(row);
         }
         continue; // shape data: no element relation needed

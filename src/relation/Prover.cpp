@@ -176,11 +176,19 @@ Term Prover::normalizeSum(const Term &t, int level) {
       // The reduction range splits where the condition flips: sum over [lo, m) of
       // one branch plus sum over [m, hi) of the other.
       Expr m = sp->first;
-      if (!(implies(lo <= m, "sum.split") && implies(m <= hi, "sum.split")))
-        m = min(max(m, lo), hi);
       Term first = sp->second ? body->args[0] : body->args[1];
       Term second = sp->second ? body->args[1] : body->args[0];
-      return normalize(mkAdd({mkSum(L, lo, m, first), mkSum(L, m, hi, second)}), level);
+      Term split = mkAdd({mkSum(L, lo, m, first), mkSum(L, m, hi, second)});
+      // Where the switch point may fall outside the range (it depends on outer
+      // indices, e.g. which head), split the cases on those indices instead of
+      // clamping: each case is then a plain sum the matcher can recognise.
+      // Strict bounds: a switch point that lands exactly on lo or hi (one head
+      // per rank) becomes a whole sum, and an impossible middle case is pruned.
+      if (!implies(m < hi, "sum.split"))
+        split = mkSelect(m >= hi, mkSum(L, lo, hi, first), split);
+      if (!implies(lo < m, "sum.split"))
+        split = mkSelect(m <= lo, mkSum(L, lo, hi, second), split);
+      return normalize(split, level);
     }
   }
   if (!lo.asInt() || *lo.asInt() != 0) {
@@ -226,108 +234,129 @@ bool Prover::unifyIndex(const Expr &p0, const Expr &t, std::vector<Expr> &bindin
   auto aff = p.affineIn(*vars[freeVar].asVar());
   if (!aff)
     return false;
-  if (aff->first == 1)
-    binding[freeVar] = (t - aff->second).simplify();
-  else if (aff->first == -1)
-    binding[freeVar] = (aff->second - t).simplify();
-  else
+  // a*u + rest = t: u = (t - rest) / a, when that division is exact in the
+  // linear form (a head index scaled by the head size: 4*u + k = 4*i - 8 + k).
+  auto u = smt::divideExact(t - aff->second, aff->first);
+  if (!u)
     return false;
+  binding[freeVar] = *u;
   return true;
 }
 
-bool Prover::unify(const Term &p, const Term &t, std::vector<Expr> &binding,
-                   const std::vector<Expr> &vars, int level) {
+// Structural part of unification: same shape of term, and the index equations
+// (pattern expr = term expr, under the binder ranges in scope) to solve after.
+bool Prover::collectEquations(const Term &p, const Term &t, std::vector<IndexEquation> &eqs,
+                              std::vector<Expr> &scope) {
   if (p->kind != t->kind || p->args.size() != t->args.size() || p->skeleton != t->skeleton)
     return false;
   switch (p->kind) {
   case TermKind::Const:
     return p->value == t->value;
-  case TermKind::Read: {
+  case TermKind::Read:
     if (p->cls != t->cls || p->idx.size() != t->idx.size())
       return false;
-    // Index positions whose pattern mentions several unbound variables wait for
-    // the others to bind them.
-    std::vector<size_t> pending;
     for (size_t d = 0; d < p->idx.size(); ++d)
-      pending.push_back(d);
-    while (!pending.empty()) {
-      std::vector<size_t> next;
-      for (size_t d : pending) {
-        size_t before = 0;
-        for (auto &b : binding)
-          before += b.isValid();
-        std::vector<Expr> snapshot = binding;
-        if (unifyIndex(p->idx[d], t->idx[d], binding, vars))
-          continue;
-        size_t after = 0;
-        for (auto &b : binding)
-          after += b.isValid();
-        (void)after;
-        binding = snapshot;
-        // Fails outright unless it is waiting on unbound variables.
-        bool waits = false;
-        for (size_t v = 0; v < vars.size(); ++v)
-          if (!binding[v].isValid() && p->idx[d].mentions(*vars[v].asVar()))
-            waits = true;
-        if (!waits)
-          return false;
-        next.push_back(d);
-        (void)before;
-      }
-      if (next.size() == pending.size())
-        return false; // no progress
-      pending = next;
-    }
+      eqs.push_back({p->idx[d], t->idx[d], scope, false});
     return true;
-  }
   case TermKind::Apply:
     if (p->fn != t->fn || p->name != t->name)
       return false;
     for (size_t i = 0; i < p->args.size(); ++i)
-      if (!unify(p->args[i], t->args[i], binding, vars, level))
+      if (!collectEquations(p->args[i], t->args[i], eqs, scope))
         return false;
     return true;
   case TermKind::Sum: {
     if (p->level != t->level)
       return false;
-    if (!unifyIndex(p->lo, t->lo, binding, vars) || !unifyIndex(p->hi, t->hi, binding, vars))
-      return false;
-    Scope s(*this, Expr::intConst(0) <= boundVar(t->level) && boundVar(t->level) < t->hi);
-    return unify(p->args[0], t->args[0], binding, vars, level + 1);
+    eqs.push_back({p->lo, t->lo, scope, false});
+    eqs.push_back({p->hi, t->hi, scope, false});
+    Expr k = boundVar(t->level);
+    scope.push_back(t->lo <= k && k < t->hi);
+    bool ok = collectEquations(p->args[0], t->args[0], eqs, scope);
+    scope.pop_back();
+    return ok;
   }
-  case TermKind::Select: {
-    if (!unify(p->args[0], t->args[0], binding, vars, level) ||
-        !unify(p->args[1], t->args[1], binding, vars, level))
-      return false;
-    std::vector<Expr> from, to;
-    for (size_t v = 0; v < vars.size(); ++v)
-      if (binding[v].isValid()) {
-        from.push_back(vars[v]);
-        to.push_back(binding[v]);
-      }
-    Expr pc = p->cond.substitute(from, to).simplify();
-    return pc.same(t->cond) || implies(pc == t->cond, "select.cond.equal");
-  }
+  case TermKind::Select:
+    eqs.push_back({p->cond, t->cond, scope, true});
+    return collectEquations(p->args[0], t->args[0], eqs, scope) &&
+           collectEquations(p->args[1], t->args[1], eqs, scope);
   }
   return false;
 }
 
-std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches) {
+bool Prover::unify(const Term &p, const Term &t, std::vector<Expr> &binding, const std::vector<Expr> &vars) {
+  std::vector<IndexEquation> eqs;
+  std::vector<Expr> scope;
+  if (!collectEquations(p, t, eqs, scope))
+    return false;
+  auto waiting = [&](const Expr &e) {
+    for (size_t v = 0; v < vars.size(); ++v)
+      if (!binding[v].isValid() && e.mentions(*vars[v].asVar()))
+        return true;
+    return false;
+  };
+  // An equation whose pattern side mentions several unbound variables waits
+  // until other equations (possibly in other reads) bind all but one of them.
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < eqs.size(); ++i)
+    pending.push_back(i);
+  while (!pending.empty()) {
+    std::vector<size_t> next;
+    for (size_t i : pending) {
+      const IndexEquation &eq = eqs[i];
+      for (auto &c : eq.scope)
+        push(c);
+      bool ok;
+      if (eq.isCond) {
+        ok = !waiting(eq.pattern);
+        if (ok) {
+          std::vector<Expr> from, to;
+          for (size_t v = 0; v < vars.size(); ++v)
+            if (binding[v].isValid()) {
+              from.push_back(vars[v]);
+              to.push_back(binding[v]);
+            }
+          Expr pc = eq.pattern.substitute(from, to).simplify();
+          ok = pc.same(eq.term) || implies(pc == eq.term, "select.cond.equal");
+        }
+      } else {
+        std::vector<Expr> snapshot = binding;
+        ok = unifyIndex(eq.pattern, eq.term, binding, vars);
+        if (!ok)
+          binding = snapshot;
+      }
+      for (size_t k = 0; k < eq.scope.size(); ++k)
+        pop();
+      if (ok)
+        continue;
+      if (!waiting(eq.pattern))
+        return false; // fails outright
+      next.push_back(i);
+    }
+    if (next.size() == pending.size())
+      return false; // no progress
+    pending = std::move(next);
+  }
+  return true;
+}
+
+std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches, bool wholeOnly) {
   const auto &cands = classes_.withSkeleton(t->skeleton);
   if (cands.empty())
     return std::nullopt;
   std::vector<std::pair<Expr, Term>> pieces;
   Expr remaining = Expr::boolConst(true);
   bool covered = false;
-  for (ClassId c : cands) {
+  for (const ClassTable::Piece &pc : cands) {
+    ClassId c = pc.cls;
     const ClassInfo &ci = classes_[c];
-    Term pattern = relevel(ci.def, 0, level);
+    Term pattern = relevel(pc.leaf, 0, level);
     std::vector<Expr> vars;
     for (size_t d = 0; d < ci.shape.rank(); ++d)
       vars.push_back(indexVar("u", static_cast<unsigned>(d)));
     std::vector<Expr> binding(vars.size());
     Scope s(*this, remaining);
-    if (!unify(pattern, t, binding, vars, level))
+    if (!unify(pattern, t, binding, vars))
       continue;
     IndexVec at;
     std::vector<Expr> inBounds;
@@ -338,6 +367,8 @@ std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches
       inBounds.push_back(Expr::intConst(0) <= b);
       inBounds.push_back(b < ci.shape.dims[d]);
     }
+    // Inside the class's bounds, and inside the piece's region of its definition.
+    inBounds.push_back(pc.cond.substitute(vars, {at.begin(), at.end()}));
     Expr region = simplifyCond(smt::conj(inBounds));
     Term read = mkRead(c, at);
     if (auto b = region.asBool(); b && *b) {
@@ -350,7 +381,7 @@ std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches
       remaining = (remaining && !region).simplify();
     }
   }
-  if (pieces.empty())
+  if (pieces.empty() || (wholeOnly && !covered))
     return std::nullopt;
   ++matches;
   Term result = t;
@@ -371,6 +402,9 @@ Term Prover::cover(const Term &t, int level, unsigned &matches) {
   case TermKind::Read:
     return t;
   case TermKind::Select: {
+    // A class defined by the same Select (a masked tensor) covers both branches.
+    if (auto r = tryMatch(t, level, matches, /*wholeOnly=*/true))
+      return *r;
     Term a, b;
     {
       Scope s(*this, t->cond);

@@ -68,9 +68,19 @@ public:
 
 private:
   Term normalizeSum(const Term &t, int level);
-  std::optional<Term> tryMatch(const Term &t, int level, unsigned &matches);
+  /// Rewrites `t` into reads of classes computing it, region by region; with
+  /// `wholeOnly`, only a single read covering the whole path counts.
+  std::optional<Term> tryMatch(const Term &t, int level, unsigned &matches, bool wholeOnly = false);
+  struct IndexEquation {
+    smt::Expr pattern, term;
+    std::vector<smt::Expr> scope; // binder ranges around it
+    bool isCond;                  // a Select condition (boolean), not an index
+  };
+  bool collectEquations(const Term &p, const Term &t, std::vector<IndexEquation> &eqs,
+                        std::vector<smt::Expr> &scope);
+  /// Binds the pattern variables `vars` so that `pattern` equals `t` under the path.
   bool unify(const Term &pattern, const Term &t, std::vector<smt::Expr> &binding,
-             const std::vector<smt::Expr> &vars, int level);
+             const std::vector<smt::Expr> &vars);
   bool unifyIndex(const smt::Expr &p, const smt::Expr &t, std::vector<smt::Expr> &binding,
                   const std::vector<smt::Expr> &vars);
   bool equalExpr(const smt::Expr &a, const smt::Expr &b);

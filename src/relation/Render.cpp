@@ -2,6 +2,8 @@
 // `x`, `concat(h@0, h@1, axis=2)`, `sum(p@0, p@1)`; the raw term otherwise.
 #include "Session.h"
 
+#include <algorithm>
+
 namespace shardproof::relation {
 
 using smt::Expr;
@@ -73,11 +75,27 @@ static std::optional<std::string> renderRel(const Session &S, const Term &t) {
       cur = cur->args[1];
     }
     parts.push_back(cur);
-    std::string s = "concat(";
-    for (size_t i = 0; i < parts.size(); ++i) {
-      if (parts[i]->kind != TermKind::Read || !identityExcept(parts[i]->idx, axis, nullptr))
+    // Order the parts by where they sit on the axis (the Select chain may test
+    // the last shard first), and say concat only when they tile [0, n) exactly.
+    std::vector<std::pair<Expr, Term>> placed;
+    for (auto &p : parts) {
+      Expr shift;
+      if (p->kind != TermKind::Read || !identityExcept(p->idx, axis, &shift))
         return std::nullopt;
-      s += (i ? ", " : "") + S.className(parts[i]->cls);
+      placed.push_back({(-shift).simplify(), p});
+    }
+    std::stable_sort(placed.begin(), placed.end(), [](auto &a, auto &b) {
+      auto x = a.first.asInt(), y = b.first.asInt();
+      return x && y && *x < *y;
+    });
+    Expr next = Expr::intConst(0);
+    std::string s = "concat(";
+    for (size_t i = 0; i < placed.size(); ++i) {
+      const ClassInfo &ci = S.classes[placed[i].second->cls];
+      if (!placed[i].first.simplify().same(next.simplify()) || static_cast<size_t>(axis) >= ci.shape.rank())
+        return std::nullopt;
+      next = next + ci.shape.dims[axis];
+      s += (i ? ", " : "") + S.className(placed[i].second->cls);
     }
     return s + ", axis=" + std::to_string(axis) + ")";
   }

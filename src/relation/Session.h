@@ -72,7 +72,8 @@ struct Session {
   std::string render(const Term &t) const;
   std::string className(ClassId c) const { return classes.label(c); }
   Counterexample makeCounterexample(const smt::Expr &region, const std::string &tensor, int rank,
-                                    const ir::Shape &shape, const Term &expected, const Term &actual);
+                                    const ir::Shape &shape, const Term &expected, const Term &actual,
+                                    const Term &expectedNum = nullptr, const Term &actualNum = nullptr);
   std::vector<std::string> symbolNames() const;
 };
 

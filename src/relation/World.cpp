@@ -357,6 +357,8 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
     return llvm::Error::success();
   }
   OpInputs in{n, {}, {}, {}, {}, worldSize()};
+  if (auto it = g.opsets.find(""); it != g.opsets.end())
+    in.opset = it->second;
   for (int id : n.inputs) {
     if (id < 0) {
       in.shapes.push_back(std::nullopt);
@@ -421,30 +423,36 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
       return nullptr;
     return instantiate(v.term, indexVars("i", static_cast<unsigned>(v.shape->rank())), idx, level);
   };
+  // Shape arithmetic (Gather/Unsqueeze/Concat on Shape outputs): the values
+  // are known symbolically, no element map is needed.
+  bool shapeData = true;
+  for (size_t s = 0; s < n.outputs.size(); ++s)
+    shapeData &= s < res->values.size() && res->values[s].has_value();
+  for (int id : n.inputs)
+    if (shapeData && id >= 0 && !values[id].term)
+      return llvm::Error::success();
   for (size_t s = 0; s < n.outputs.size() && s < res->shapes.size(); ++s) {
-    // Inputs known only as shape data (no element map) cannot feed arithmetic yet.
-    for (int id : n.inputs)
-      if (id >= 0 && !values[id].term && def->cls != OpClass::View) {
-        markUnsupported("'" + g.values[id].name + "' is shape data used as a tensor");
-        return llvm::Error::success();
-      }
     const Shape &os = res->shapes[s];
     IndexVec iv = indexVars("i", static_cast<unsigned>(os.rank()));
     Term t;
     {
       // A read of a tensor without an element map poisons the result.
       bool missing = false;
+      std::string missingName;
       ReadFn guarded = [&](unsigned input, const IndexVec &idx, int level) -> Term {
         Term x = read(input, idx, level);
         if (!x) {
           missing = true;
+          missingName = g.values[n.inputs[input]].name;
           return mkConst(0);
         }
         return x;
       };
       t = def->element(in, *res, static_cast<unsigned>(s), iv, guarded, 0);
       if (missing || !t) {
-        values[n.outputs[s]].unsupported = "no element map for an input of " + describe(n);
+        values[n.outputs[s]].unsupported =
+            missing ? describe(n) + " reads elements of '" + missingName + "', which is only known as shape data"
+                    : "no element map for output " + std::to_string(s) + " of " + describe(n);
         continue;
       }
     }

@@ -10,6 +10,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
+import gpt  # noqa: E402
 import mlp  # noqa: E402
 
 
@@ -20,6 +21,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
     mlp.generate(out)
+    gpt.generate(out)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ struct OpInputs {
   std::vector<std::optional<IntTensor>> values;  // known integer values
   std::vector<std::shared_ptr<const TensorData>> data; // constant data, if any
   int worldSize = 1; // for collectives
+  int64_t opset = 17; // version of the default ONNX domain in the node's model
   bool has(unsigned i) const { return i < shapes.size() && shapes[i].has_value(); }
 };
 
@@ -93,11 +94,24 @@ IndexVec broadcastIndex(const Shape &in, const IndexVec &idx);
 int64_t attrInt(const Node &n, const char *name, int64_t dflt);
 std::vector<int64_t> attrInts(const Node &n, const char *name);
 std::string describe(const Node &n); // "'/fc2/MatMul' (MatMul)"
+/// Symbolic integer contents of input `i` (constants and shape arithmetic);
+/// Unsupported error naming `what` if not known.
+llvm::Expected<std::vector<smt::Expr>> intInput(const OpInputs &in, unsigned i, const char *what);
+/// Ints from input `i` (opset >= 13 style) or else from attribute `attr`.
+llvm::Expected<std::vector<smt::Expr>> intsFrom(const OpInputs &in, unsigned i, const char *attr);
+/// `e` as a constant, or an Unsupported error naming `what`.
+llvm::Expected<int64_t> constInt(const Node &n, const smt::Expr &e, const char *what);
+/// Product of dims [from, to).
+smt::Expr product(const Shape &s, size_t from, size_t to);
+/// A result with one output.
+OpResult one(Shape s, DType t);
 
 // The op families register themselves through these lists (one per file).
 std::vector<OpDef> elementwiseOps();
 std::vector<OpDef> linalgOps();
 std::vector<OpDef> layoutOps();
 std::vector<OpDef> collectiveOps();
+std::vector<OpDef> reduceOps();
+std::vector<OpDef> indexOps();
 
 } // namespace shardproof::ir

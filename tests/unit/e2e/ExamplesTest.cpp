@@ -40,7 +40,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"mlp_slice_tp2.yaml", 0, "VERIFIED"},
         Case{"mlp_bias_before_reduce.yaml", 1, "REFUTED at module fc2"},
         Case{"mlp_no_allreduce.yaml", 1, "REFUTED at module fc2"},
-        Case{"mlp_offbyone_tp2.yaml", 1, "REFUTED at module fc1"}),
+        Case{"mlp_offbyone_tp2.yaml", 1, "REFUTED at module fc1"},
+        // GPT-2 block: heads split across ranks, causal mask, softmax, tanh-GELU.
+        Case{"gpt_tp2.yaml", 0, "VERIFIED"},
+        Case{"gpt_tp4.yaml", 0, "VERIFIED"}),
     [](const ::testing::TestParamInfo<Case> &i) {
       std::string n = i.param.spec;
       n = n.substr(0, n.find('.'));

@@ -1,0 +1,262 @@
+// Index arithmetic rules Z3's simplifier does not apply: the div/mod identities
+// that reshapes (split a dim into heads, merge them back) produce. All hold for
+// floor division by a positive constant c, which is what our builders make:
+//   c*(x div c) + (x mod c)      -> x
+//   (c*q + r) div c              -> q + (r div c)
+//   (c*q + r) mod c              -> r mod c
+//   (x div c) >= m               -> x >= c*m        (likewise <, <=, >, ==)
+// Each rule is applied bottom-up once, then Z3 simplifies the result again.
+#include "smt/Context.h"
+#include "smt/Expr.h"
+
+#include <map>
+
+namespace shardproof::smt {
+
+using detail::ctx;
+
+namespace {
+
+Z3_decl_kind kindOf(Z3_ast a) {
+  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
+    return Z3_OP_UNINTERPRETED;
+  return Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a)));
+}
+
+unsigned numArgs(Z3_ast a) { return Z3_get_app_num_args(ctx(), Z3_to_app(ctx(), a)); }
+Expr argOf(Z3_ast a, unsigned i) { return Expr::fromRaw(Z3_get_app_arg(ctx(), Z3_to_app(ctx(), a), i)); }
+
+bool isDivMod(Z3_decl_kind k) { return k == Z3_OP_DIV || k == Z3_OP_IDIV || k == Z3_OP_MOD; }
+
+/// `x div c` or `x mod c` with a numeral c > 0: {x, c}.
+std::optional<std::pair<Expr, int64_t>> byConstant(const Expr &e, Z3_decl_kind want) {
+  Z3_decl_kind k = kindOf(e.raw());
+  bool match = want == Z3_OP_MOD ? k == Z3_OP_MOD : (k == Z3_OP_DIV || k == Z3_OP_IDIV);
+  if (!match || numArgs(e.raw()) != 2)
+    return std::nullopt;
+  auto c = argOf(e.raw(), 1).asInt();
+  if (!c || *c <= 0)
+    return std::nullopt;
+  return std::make_pair(argOf(e.raw(), 0), *c);
+}
+
+/// An integer expression as constant + sum of coef * atom (atoms by AST id).
+struct Linear {
+  int64_t constant = 0;
+  std::map<unsigned, std::pair<int64_t, Expr>> terms;
+
+  void add(const Expr &e, int64_t scale) {
+    if (auto v = e.asInt()) {
+      constant += scale * *v;
+      return;
+    }
+    Z3_ast a = e.raw();
+    switch (kindOf(a)) {
+    case Z3_OP_ADD:
+      for (unsigned i = 0; i < numArgs(a); ++i)
+        add(argOf(a, i), scale);
+      return;
+    case Z3_OP_SUB:
+      for (unsigned i = 0; i < numArgs(a); ++i)
+        add(argOf(a, i), i == 0 ? scale : -scale);
+      return;
+    case Z3_OP_UMINUS:
+      add(argOf(a, 0), -scale);
+      return;
+    case Z3_OP_MUL:
+      if (numArgs(a) == 2) {
+        if (auto c = argOf(a, 0).asInt())
+          return add(argOf(a, 1), scale * *c);
+        if (auto c = argOf(a, 1).asInt())
+          return add(argOf(a, 0), scale * *c);
+      }
+      break;
+    default:
+      break;
+    }
+    auto &slot = terms[e.id()];
+    if (!slot.second.isValid())
+      slot.second = e;
+    slot.first += scale;
+  }
+
+  Expr build() const {
+    Expr r = Expr::intConst(constant);
+    for (auto &[id, t] : terms)
+      if (t.first != 0)
+        r = r + (t.first == 1 ? t.second : t.second * t.first);
+    return r;
+  }
+};
+
+Linear linearOf(const Expr &e) {
+  Linear l;
+  l.add(e, 1);
+  return l;
+}
+
+// (c*q + r) div|mod c -> q + (r div c) | (r mod c).
+Expr splitMultiples(const Expr &x, int64_t c, bool isMod, const Expr &orig) {
+  Linear l = linearOf(x), q, r;
+  q.constant = l.constant / c;
+  r.constant = l.constant % c;
+  if (r.constant < 0) { // keep r's constant in [0, c): floor semantics
+    r.constant += c;
+    q.constant -= 1;
+  }
+  bool moved = q.constant != 0;
+  for (auto &[id, t] : l.terms) {
+    if (t.first % c == 0 && t.first != 0) {
+      q.terms[id] = {t.first / c, t.second};
+      moved = true;
+    } else {
+      r.terms[id] = t;
+    }
+  }
+  if (!moved)
+    return orig;
+  Expr rest = r.build();
+  if (isMod)
+    return mod(rest, Expr::intConst(c));
+  return q.build() + floorDiv(rest, Expr::intConst(c));
+}
+
+// a*c*(x div c) + a*(x mod c) -> a*x within one sum.
+Expr mergeDivMod(const Expr &sum) {
+  Linear l = linearOf(sum);
+  bool changed = false;
+  for (auto it = l.terms.begin(); it != l.terms.end(); ++it) {
+    auto d = byConstant(it->second.second, Z3_OP_DIV);
+    if (!d || it->second.first == 0)
+      continue;
+    for (auto jt = l.terms.begin(); jt != l.terms.end(); ++jt) {
+      auto m = byConstant(jt->second.second, Z3_OP_MOD);
+      if (!m || m->second != d->second || !m->first.same(d->first) || jt->second.first == 0 ||
+          it->second.first != d->second * jt->second.first)
+        continue;
+      int64_t a = jt->second.first;
+      it->second.first = 0;
+      jt->second.first = 0;
+      Linear x = linearOf(d->first);
+      l.constant += a * x.constant;
+      for (auto &[id, t] : x.terms) {
+        auto &slot = l.terms[id];
+        if (!slot.second.isValid())
+          slot.second = t.second;
+        slot.first += a * t.first;
+      }
+      changed = true;
+      break;
+    }
+    if (changed)
+      break; // iterators into l.terms may be stale; the caller iterates
+  }
+  return changed ? l.build() : sum;
+}
+
+// lhs OP rhs where lhs - rhs = s*(x div c) + rest, s = +-1: compare x instead.
+Expr compareDiv(Z3_decl_kind op, const Expr &lhs, const Expr &rhs, const Expr &orig) {
+  Linear l = linearOf(lhs - rhs);
+  for (auto &[id, t] : l.terms) {
+    auto d = byConstant(t.second, Z3_OP_DIV);
+    if (!d || (t.first != 1 && t.first != -1))
+      continue;
+    int64_t s = t.first;
+    Linear rest = l;
+    rest.terms.erase(id);
+    // s*D + rest OP 0  <=>  D OP' m with m = -s*rest (OP flipped when s = -1).
+    Expr m = (rest.build() * (-s));
+    Expr x = d->first, c = Expr::intConst(d->second);
+    Z3_decl_kind o = op;
+    if (s == -1)
+      o = op == Z3_OP_LE ? Z3_OP_GE : op == Z3_OP_LT ? Z3_OP_GT : op == Z3_OP_GE ? Z3_OP_LE
+        : op == Z3_OP_GT ? Z3_OP_LT : op;
+    switch (o) {
+    case Z3_OP_GE: return x >= c * m;
+    case Z3_OP_GT: return x >= c * (m + 1);
+    case Z3_OP_LT: return x < c * m;
+    case Z3_OP_LE: return x < c * (m + 1);
+    case Z3_OP_EQ: return c * m <= x && x < c * (m + 1);
+    default: return orig;
+    }
+  }
+  return orig;
+}
+
+bool hasDivMod(Z3_ast a, int depth = 0) {
+  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || depth > 64)
+    return false;
+  if (isDivMod(kindOf(a)))
+    return true;
+  for (unsigned i = 0; i < numArgs(a); ++i)
+    if (hasDivMod(Z3_get_app_arg(ctx(), Z3_to_app(ctx(), a), i), depth + 1))
+      return true;
+  return false;
+}
+
+Expr rewrite(const Expr &e) {
+  Z3_ast a = e.raw();
+  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || !hasDivMod(a))
+    return e;
+  unsigned n = numArgs(a);
+  std::vector<Expr> args;
+  std::vector<Z3_ast> raw;
+  bool changed = false;
+  for (unsigned i = 0; i < n; ++i) {
+    Expr x = argOf(a, i), y = rewrite(x);
+    changed |= !y.same(x);
+    args.push_back(y);
+    raw.push_back(y.raw());
+  }
+  Expr cur = changed ? Expr::fromRaw(Z3_update_term(ctx(), a, n, raw.data())) : e;
+  Z3_decl_kind k = kindOf(cur.raw());
+  if (auto d = byConstant(cur, Z3_OP_DIV))
+    return splitMultiples(d->first, d->second, false, cur);
+  if (auto m = byConstant(cur, Z3_OP_MOD))
+    return splitMultiples(m->first, m->second, true, cur);
+  if (k == Z3_OP_ADD) {
+    for (int guard = 0; guard < 8; ++guard) {
+      Expr next = mergeDivMod(cur);
+      if (next.same(cur))
+        break;
+      cur = next;
+    }
+    return cur;
+  }
+  if ((k == Z3_OP_LE || k == Z3_OP_LT || k == Z3_OP_GE || k == Z3_OP_GT || k == Z3_OP_EQ) && n == 2 &&
+      args[0].isInt())
+    return compareDiv(k, args[0], args[1], cur);
+  return cur;
+}
+
+} // namespace
+
+Expr Expr::simplify() const {
+  if (!ast_)
+    return *this;
+  Expr s = fromRaw(Z3_simplify(ctx(), ast_));
+  for (int round = 0; round < 4 && hasDivMod(s.raw()); ++round) {
+    Expr r = rewrite(s);
+    if (r.same(s))
+      break;
+    s = fromRaw(Z3_simplify(ctx(), r.raw()));
+  }
+  return s;
+}
+
+std::optional<Expr> divideExact(const Expr &e, int64_t c) {
+  if (c == 0 || !e.isValid())
+    return std::nullopt;
+  Linear l = linearOf(e.simplify());
+  if (l.constant % c != 0)
+    return std::nullopt;
+  l.constant /= c;
+  for (auto &[id, t] : l.terms) {
+    if (t.first % c != 0)
+      return std::nullopt;
+    t.first /= c;
+  }
+  return l.build().simplify();
+}
+
+} // namespace shardproof::smt

@@ -1,0 +1,248 @@
+// Index-driven operators: Gather with known indices (shape arithmetic and
+// constant picks), ConstantOfShape, Expand, Trilu (causal masks), and the
+// comparison/selection ops that build masks (Equal, Less, Greater, Not, And,
+// Or, Where). Masks made of index conditions stay index conditions, so a
+// Where over a causal mask becomes a Select the prover can split on.
+#include "shardproof/ir/Ops.h"
+
+#include <cmath>
+
+namespace shardproof::ir {
+namespace {
+
+using smt::Expr;
+
+// Applies f to every leaf of a tree of Selects (the branches of a mask).
+Term mapLeaves(const Term &t, const std::function<Term(const Term &)> &f) {
+  if (t->kind == TermKind::Select)
+    return mkSelect(t->cond, mapLeaves(t->args[0], f), mapLeaves(t->args[1], f));
+  return f(t);
+}
+
+// --- Gather ------------------------------------------------------------------
+llvm::Expected<OpResult> inferGather(const OpInputs &in) {
+  if (!in.has(0) || !in.has(1))
+    return userError("node " + describe(in.node) + " needs data and indices");
+  const Shape &data = *in.shapes[0], &ind = *in.shapes[1];
+  auto axis = normAxis(in.node, attrInt(in.node, "axis", 0), data.rank());
+  if (!axis)
+    return axis.takeError();
+  if (in.values.size() < 2 || !in.values[1])
+    return unsupportedError("node " + describe(in.node) +
+                            ": Gather with data-dependent indices (an embedding lookup) is not supported yet");
+  Shape out;
+  for (int64_t d = 0; d < *axis; ++d)
+    out.dims.push_back(data.dims[d]);
+  for (auto &d : ind.dims)
+    out.dims.push_back(d);
+  for (size_t d = *axis + 1; d < data.rank(); ++d)
+    out.dims.push_back(data.dims[d]);
+  OpResult r = one(out, in.dtypes[0]);
+  // Normalized index values; negative ones count from the end.
+  const Expr &n = data.dims[*axis];
+  for (auto &v : in.values[1]->vals) {
+    Expr idx = v.asInt() && *v.asInt() < 0 ? (n + v).simplify() : v;
+    if (auto c = idx.asInt(); c && n.asInt() && (*c < 0 || *c >= *n.asInt()))
+      return userError("node " + describe(in.node) + ": index " + v.str() + " out of range for size " + n.str());
+    if (!idx.asInt() || !n.asInt())
+      r.obligations.push_back({"Gather index of " + describe(in.node) + " is in range",
+                               inRange(idx, Expr::intConst(0), n)});
+    r.auxExprs.push_back(idx);
+  }
+  r.aux = {*axis};
+  // Picking from a shape vector: keep the symbolic values.
+  if (in.values[0] && data.rank() == 1) {
+    IntTensor v;
+    v.dims = in.values[1]->dims;
+    for (auto &i : r.auxExprs)
+      if (auto c = i.asInt(); c && *c < static_cast<int64_t>(in.values[0]->size()))
+        v.vals.push_back(in.values[0]->vals[*c]);
+    if (v.vals.size() == r.auxExprs.size())
+      r.values = {v};
+  }
+  return r;
+}
+
+Term gather(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  int64_t axis = r.aux[0];
+  size_t indRank = in.shapes[1]->rank();
+  // Output index = [pre..., positions in indices..., post...].
+  auto source = [&](const Expr &picked) {
+    IndexVec src;
+    for (int64_t d = 0; d < axis; ++d)
+      src.push_back(idx[d]);
+    src.push_back(picked);
+    for (size_t d = axis + indRank; d < idx.size(); ++d)
+      src.push_back(idx[d]);
+    return src;
+  };
+  if (indRank == 0)
+    return read(0, source(r.auxExprs[0]), level);
+  if (indRank != 1)
+    return nullptr; // multi-dimensional constant indices: not yet
+  Term t = read(0, source(r.auxExprs.back()), level);
+  for (size_t p = r.auxExprs.size() - 1; p-- > 0;)
+    t = mkSelect(idx[axis] == Expr::intConst(static_cast<int64_t>(p)), read(0, source(r.auxExprs[p]), level), t);
+  return t;
+}
+
+// --- ConstantOfShape / Expand ------------------------------------------------
+llvm::Expected<Shape> shapeFromValues(const OpInputs &in, unsigned i, const char *what) {
+  auto vals = intInput(in, i, what);
+  if (!vals)
+    return vals.takeError();
+  Shape s;
+  for (auto &v : *vals)
+    s.dims.push_back(v);
+  return s;
+}
+
+double fillValue(const Node &n) {
+  const Attribute *a = n.attr("value");
+  return a && a->tensor && a->tensor->numElements() == 1 ? a->tensor->at(0) : 0.0;
+}
+
+llvm::Expected<OpResult> inferConstantOfShape(const OpInputs &in) {
+  auto s = shapeFromValues(in, 0, "the shape");
+  if (!s)
+    return s.takeError();
+  const Attribute *a = in.node.attr("value");
+  DType t = a && a->tensor ? a->tensor->dtype : DType::Float;
+  OpResult r = one(*s, t);
+  for (auto &d : s->dims)
+    r.obligations.push_back({"sizes given to " + describe(in.node) + " are not negative", d >= Expr::intConst(0)});
+  // Small integer fills stay known values (shape arithmetic).
+  Expr count = product(*s, 0, s->rank()).simplify();
+  if (!isFloating(t) && count.asInt() && *count.asInt() <= 64) {
+    IntTensor v;
+    for (auto &d : s->dims)
+      v.dims.push_back(*d.asInt());
+    v.vals.assign(*count.asInt(), Expr::intConst(static_cast<int64_t>(fillValue(in.node))));
+    r.values = {v};
+  }
+  return r;
+}
+Term constantOfShape(const OpInputs &in, const OpResult &, unsigned, const IndexVec &, const ReadFn &, int) {
+  return mkConst(fillValue(in.node));
+}
+
+llvm::Expected<OpResult> inferExpand(const OpInputs &in) {
+  auto target = shapeFromValues(in, 1, "the target shape");
+  if (!target)
+    return target.takeError();
+  OpResult r;
+  auto s = broadcastShapes(in.node, {*in.shapes[0], *target}, r.obligations);
+  if (!s)
+    return s.takeError();
+  r.shapes = {*s};
+  r.dtypes = {in.dtypes[0]};
+  return r;
+}
+Term expand(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  return read(0, broadcastIndex(*in.shapes[0], idx), level);
+}
+
+// --- Trilu ---------------------------------------------------------------------
+llvm::Expected<OpResult> inferTrilu(const OpInputs &in) {
+  const Shape &s = *in.shapes[0];
+  if (s.rank() < 2)
+    return userError("node " + describe(in.node) + ": Trilu needs at least 2 dims");
+  OpResult r = one(s, in.dtypes[0]);
+  Expr k = Expr::intConst(0);
+  if (in.has(1)) {
+    auto v = intInput(in, 1, "the diagonal offset k");
+    if (!v)
+      return v.takeError();
+    if (v->size() != 1)
+      return userError("node " + describe(in.node) + ": k must be a scalar");
+    k = (*v)[0];
+  }
+  r.auxExprs = {k};
+  r.aux = {attrInt(in.node, "upper", 1)};
+  return r;
+}
+Term trilu(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  const Expr &i = idx[idx.size() - 2], &j = idx[idx.size() - 1], &k = r.auxExprs[0];
+  Expr keep = r.aux[0] ? j - i >= k : j - i <= k;
+  return mkSelect(keep, read(0, idx, level), mkConst(0));
+}
+
+// --- Comparisons, logic and Where ------------------------------------------------
+llvm::Expected<OpResult> inferCompare(const OpInputs &in) {
+  OpResult r;
+  std::vector<Shape> shapes;
+  for (unsigned i = 0; i < in.shapes.size(); ++i) {
+    if (!in.has(i))
+      return userError("node " + describe(in.node) + ": input " + std::to_string(i) + " is missing");
+    shapes.push_back(*in.shapes[i]);
+  }
+  auto s = broadcastShapes(in.node, shapes, r.obligations);
+  if (!s)
+    return s.takeError();
+  r.shapes = {*s};
+  r.dtypes = {in.node.opType == "Where" ? in.dtypes[1] : DType::Bool};
+  return r;
+}
+
+// Folds to 0/1 when both sides are numbers; otherwise an opaque predicate.
+Term compareLeaves(const std::string &op, const Term &a, const Term &b) {
+  if (a->kind == TermKind::Const && b->kind == TermKind::Const) {
+    double x = a->value, y = b->value;
+    bool v = op == "Equal" ? x == y : op == "Less" ? x < y : op == "Greater" ? x > y
+           : op == "LessOrEqual" ? x <= y : op == "GreaterOrEqual" ? x >= y
+           : op == "And" ? (x != 0 && y != 0) : (x != 0 || y != 0);
+    return mkConst(v ? 1 : 0);
+  }
+  return mkApply(Fn::Opaque, {a, b}, op);
+}
+
+Term compare(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  const std::string &op = in.node.opType;
+  Term a = read(0, broadcastIndex(*in.shapes[0], idx), level);
+  Term b = read(1, broadcastIndex(*in.shapes[1], idx), level);
+  return mapLeaves(a, [&](const Term &x) { return mapLeaves(b, [&](const Term &y) { return compareLeaves(op, x, y); }); });
+}
+
+Term logicalNot(const OpInputs &, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  return mapLeaves(read(0, idx, level), [](const Term &x) {
+    return x->kind == TermKind::Const ? mkConst(x->value == 0 ? 1 : 0) : mkApply(Fn::Opaque, {x}, "Not");
+  });
+}
+
+Term where(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  Term a = read(1, broadcastIndex(*in.shapes[1], idx), level);
+  Term b = read(2, broadcastIndex(*in.shapes[2], idx), level);
+  return mapLeaves(read(0, broadcastIndex(*in.shapes[0], idx), level), [&](const Term &c) {
+    if (c->kind == TermKind::Const)
+      return c->value != 0 ? a : b;
+    return mkApply(Fn::Opaque, {c, a, b}, "Where");
+  });
+}
+
+OpDef row(const char *type, OpClass c, llvm::Expected<OpResult> (*inf)(const OpInputs &),
+          Term (*el)(const OpInputs &, const OpResult &, unsigned, const IndexVec &, const ReadFn &, int)) {
+  return OpDef{"", type, c, inf, el};
+}
+
+} // namespace
+
+std::vector<OpDef> indexOps() {
+  using C = OpClass;
+  return {
+      row("Gather", C::View, inferGather, gather),
+      row("ConstantOfShape", C::Compute, inferConstantOfShape, constantOfShape),
+      row("Expand", C::View, inferExpand, expand),
+      row("Trilu", C::Compute, inferTrilu, trilu),
+      row("Equal", C::Compute, inferCompare, compare),
+      row("Less", C::Compute, inferCompare, compare),
+      row("Greater", C::Compute, inferCompare, compare),
+      row("LessOrEqual", C::Compute, inferCompare, compare),
+      row("GreaterOrEqual", C::Compute, inferCompare, compare),
+      row("And", C::Compute, inferCompare, compare),
+      row("Or", C::Compute, inferCompare, compare),
+      row("Not", C::Compute, inferCompare, logicalNot),
+      row("Where", C::Compute, inferCompare, where),
+  };
+}
+
+} // namespace shardproof::ir

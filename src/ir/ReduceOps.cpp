@@ -1,0 +1,243 @@
+// Reductions over axes: ReduceSum/ReduceMean, Softmax/LogSoftmax and
+// LayerNormalization. Each is a Sum term over the reduced axes (nested, one
+// binder per axis), so sharding of a reduced axis shows up as a split sum and
+// sharding of a kept axis passes straight through.
+#include "shardproof/ir/Ops.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace shardproof::ir {
+namespace {
+
+using smt::Expr;
+
+// Sum over the axes in `axes` (sorted) of body(src, depth), where src is
+// `idx` with each reduced axis replaced by its bound variable.
+Term sumOver(const Shape &s, const std::vector<int64_t> &axes, IndexVec src, int level,
+             const std::function<Term(const IndexVec &, int)> &body) {
+  for (size_t k = 0; k < axes.size(); ++k)
+    src[axes[k]] = boundVar(level + static_cast<int>(k));
+  Term t = body(src, level + static_cast<int>(axes.size()));
+  for (size_t k = axes.size(); k-- > 0;)
+    t = mkSum(level + static_cast<int>(k), Expr::intConst(0), s.dims[axes[k]], t);
+  return t;
+}
+
+// 1/N for the number of reduced elements: a number when N is constant,
+// otherwise the reciprocal of a sum of ones (still exact, and equal across
+// graphs with the same symbolic N).
+Term inverseCount(const Shape &s, const std::vector<int64_t> &axes, int level) {
+  Expr n = Expr::intConst(1);
+  for (auto a : axes)
+    n = n * s.dims[a];
+  if (auto v = n.simplify().asInt(); v && *v > 0)
+    return mkConst(1.0 / static_cast<double>(*v));
+  IndexVec dummy(s.rank(), Expr::intConst(0));
+  return mkApply(Fn::Recip, {sumOver(s, axes, dummy, level, [](const IndexVec &, int) { return mkConst(1); })});
+}
+
+// Axes from the `axes` input (ReduceSum >= 13, every Reduce* >= 18) or attribute.
+llvm::Expected<std::vector<int64_t>> reduceAxes(const OpInputs &in) {
+  const Shape &s = *in.shapes[0];
+  std::vector<int64_t> axes;
+  bool fromInput = in.has(1);
+  if (fromInput || in.node.attr("axes")) {
+    auto raw = intsFrom(in, 1, "axes");
+    if (!raw)
+      return raw.takeError();
+    for (auto &e : *raw) {
+      auto v = constInt(in.node, e, "a reduction axis");
+      if (!v)
+        return v.takeError();
+      auto a = normAxis(in.node, *v, s.rank());
+      if (!a)
+        return a.takeError();
+      axes.push_back(*a);
+    }
+  }
+  if (axes.empty() && !attrInt(in.node, "noop_with_empty_axes", 0))
+    for (size_t d = 0; d < s.rank(); ++d)
+      axes.push_back(static_cast<int64_t>(d));
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  return axes;
+}
+
+llvm::Expected<OpResult> inferReduce(const OpInputs &in) {
+  if (!in.has(0))
+    return userError("node " + describe(in.node) + " has no input");
+  auto axes = reduceAxes(in);
+  if (!axes)
+    return axes.takeError();
+  const Shape &s = *in.shapes[0];
+  bool keep = attrInt(in.node, "keepdims", 1);
+  Shape out;
+  for (size_t d = 0; d < s.rank(); ++d) {
+    bool reduced = std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) != axes->end();
+    if (!reduced)
+      out.dims.push_back(s.dims[d]);
+    else if (keep)
+      out.dims.push_back(Expr::intConst(1));
+  }
+  OpResult r = one(out, in.dtypes[0]);
+  r.aux = *axes;
+  r.aux.push_back(keep); // last entry: keepdims
+  return r;
+}
+
+// Input index for output index `idx`: kept axes copy through, reduced axes are
+// filled in by sumOver.
+IndexVec reducedSource(const OpInputs &in, const OpResult &r, const IndexVec &idx) {
+  const Shape &s = *in.shapes[0];
+  bool keep = r.aux.back();
+  IndexVec src(s.rank(), Expr::intConst(0));
+  size_t k = 0;
+  for (size_t d = 0; d < s.rank(); ++d) {
+    bool reduced = std::find(r.aux.begin(), r.aux.end() - 1, static_cast<int64_t>(d)) != r.aux.end() - 1;
+    if (!reduced)
+      src[d] = idx[k++];
+    else if (keep)
+      ++k;
+  }
+  return src;
+}
+
+Term reduceSum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  std::vector<int64_t> axes(r.aux.begin(), r.aux.end() - 1);
+  return sumOver(*in.shapes[0], axes, reducedSource(in, r, idx), level,
+                 [&](const IndexVec &src, int l) { return read(0, src, l); });
+}
+
+Term reduceMean(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read,
+                int level) {
+  std::vector<int64_t> axes(r.aux.begin(), r.aux.end() - 1);
+  return mkMul({inverseCount(*in.shapes[0], axes, level), reduceSum(in, r, slot, idx, read, level)});
+}
+
+// --- Softmax / LogSoftmax (opset >= 13: along one axis) -----------------------
+llvm::Expected<OpResult> inferSoftmax(const OpInputs &in) {
+  if (!in.has(0))
+    return userError("node " + describe(in.node) + " has no input");
+  const Shape &s = *in.shapes[0];
+  auto axis = normAxis(in.node, attrInt(in.node, "axis", -1), s.rank());
+  if (!axis)
+    return axis.takeError();
+  // Before opset 13 the input was flattened from `axis` on: the same thing
+  // only when `axis` is the last one.
+  if (in.opset < 13 && *axis + 1 != static_cast<int64_t>(s.rank()))
+    return unsupportedError("node " + describe(in.node) + ": " + in.node.opType + " before opset 13 on a non-last axis");
+  OpResult r = one(s, in.dtypes[0]);
+  r.aux = {*axis};
+  return r;
+}
+
+Term expSum(const OpInputs &in, const OpResult &r, const IndexVec &idx, const ReadFn &read, int level) {
+  return sumOver(*in.shapes[0], {r.aux[0]}, idx, level,
+                 [&](const IndexVec &src, int l) { return mkApply(Fn::Exp, {read(0, src, l)}); });
+}
+
+Term softmax(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  return mkMul({mkApply(Fn::Exp, {read(0, idx, level)}), mkApply(Fn::Recip, {expSum(in, r, idx, read, level)})});
+}
+
+Term logSoftmax(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  return mkSub(read(0, idx, level), mkApply(Fn::Log, {expSum(in, r, idx, read, level)}));
+}
+
+// --- LayerNormalization (opset 17) -------------------------------------------
+llvm::Expected<OpResult> inferLayerNorm(const OpInputs &in) {
+  if (!in.has(0) || !in.has(1))
+    return userError("node " + describe(in.node) + " needs X and Scale");
+  const Shape &s = *in.shapes[0];
+  auto axis = normAxis(in.node, attrInt(in.node, "axis", -1), s.rank());
+  if (!axis)
+    return axis.takeError();
+  OpResult r;
+  // Scale and bias broadcast against the normalized dims.
+  Shape normalized;
+  for (size_t d = *axis; d < s.rank(); ++d)
+    normalized.dims.push_back(s.dims[d]);
+  std::vector<Shape> bs = {normalized, *in.shapes[1]};
+  if (in.has(2))
+    bs.push_back(*in.shapes[2]);
+  auto b = broadcastShapes(in.node, bs, r.obligations);
+  if (!b)
+    return b.takeError();
+  if (b->rank() != normalized.rank())
+    return userError("node " + describe(in.node) + ": Scale/B have more dims than the normalized axes");
+  for (size_t d = 0; d < normalized.rank(); ++d)
+    if (!b->dims[d].same(normalized.dims[d]))
+      r.obligations.push_back({"Scale/B of " + describe(in.node) + " cover the normalized dims",
+                               b->dims[d] == normalized.dims[d]});
+  r.shapes = {s};
+  r.dtypes = {in.dtypes[0]};
+  // Mean and InvStdDev (outputs 1, 2) are reduced to 1 on the normalized axes.
+  Shape stat = s;
+  for (size_t d = *axis; d < s.rank(); ++d)
+    stat.dims[d] = Expr::intConst(1);
+  for (size_t o = 1; o < in.node.outputs.size(); ++o) {
+    r.shapes.push_back(stat);
+    r.dtypes.push_back(DType::Float);
+  }
+  r.aux = {*axis};
+  const Attribute *eps = in.node.attr("epsilon");
+  r.auxExprs = {};
+  r.aux.push_back(0);
+  // epsilon travels as a Term constant; store its bits in aux for exactness.
+  double e = eps && eps->kind == Attribute::Kind::Float ? eps->f : 1e-5;
+  int64_t bits;
+  static_assert(sizeof(bits) == sizeof(e));
+  std::memcpy(&bits, &e, sizeof e);
+  r.aux.back() = bits;
+  return r;
+}
+
+Term layerNorm(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read,
+               int level) {
+  const Shape &s = *in.shapes[0];
+  std::vector<int64_t> axes;
+  for (int64_t d = r.aux[0]; d < static_cast<int64_t>(s.rank()); ++d)
+    axes.push_back(d);
+  double eps;
+  std::memcpy(&eps, &r.aux[1], sizeof eps);
+  auto mean = [&](const IndexVec &at, int l) {
+    return mkMul({inverseCount(s, axes, l),
+                  sumOver(s, axes, at, l, [&](const IndexVec &src, int ll) { return read(0, src, ll); })});
+  };
+  auto centered = [&](const IndexVec &at, int l) { return mkSub(read(0, at, l), mean(at, l)); };
+  Term var = mkMul({inverseCount(s, axes, level), sumOver(s, axes, idx, level, [&](const IndexVec &src, int l) {
+                      Term c = centered(src, l);
+                      return mkMul({c, c});
+                    })});
+  Term invStd = mkApply(Fn::Recip, {mkApply(Fn::Sqrt, {mkAdd({var, mkConst(eps)})})});
+  if (slot == 1)
+    return mean(idx, level);
+  if (slot == 2)
+    return invStd;
+  // Scale and B are indexed by the trailing (normalized) part of idx.
+  IndexVec tail(idx.begin() + r.aux[0], idx.end());
+  Term y = mkMul({centered(idx, level), invStd, read(1, broadcastIndex(*in.shapes[1], tail), level)});
+  if (in.has(2))
+    y = mkAdd({y, read(2, broadcastIndex(*in.shapes[2], tail), level)});
+  return y;
+}
+
+OpDef row(const char *type, llvm::Expected<OpResult> (*inf)(const OpInputs &),
+          Term (*el)(const OpInputs &, const OpResult &, unsigned, const IndexVec &, const ReadFn &, int)) {
+  return OpDef{"", type, OpClass::Compute, inf, el};
+}
+
+} // namespace
+
+std::vector<OpDef> reduceOps() {
+  return {
+      row("ReduceSum", inferReduce, reduceSum),
+      row("ReduceMean", inferReduce, reduceMean),
+      row("Softmax", inferSoftmax, softmax),
+      row("LogSoftmax", inferSoftmax, logSoftmax),
+      row("LayerNormalization", inferLayerNorm, layerNorm),
+  };
+}
+
+} // namespace shardproof::ir
