@@ -19,8 +19,9 @@ struct Evaluator {
   std::map<std::string, int64_t> env;
   std::map<std::pair<ClassId, std::vector<int64_t>>, double> memo;
 
-  // Work left before giving up (NAN: the replay is then "not confirmed").
+  // Work left before giving up; `incomplete` then says the number means nothing.
   uint64_t budget = 50'000'000;
+  bool incomplete = false;
 
   std::optional<int64_t> lookup(const std::string &n) const {
     auto it = env.find(n);
@@ -29,6 +30,8 @@ struct Evaluator {
 
   int64_t index(const Expr &e) {
     auto v = e.eval([this](const std::string &n) { return lookup(n); });
+    if (!v)
+      incomplete = true;
     return v ? *v : INT64_MIN;
   }
 
@@ -52,8 +55,10 @@ struct Evaluator {
     const ClassInfo &ci = classes[c];
     for (size_t d = 0; d < idx.size(); ++d) {
       int64_t dim = index(ci.shape.dims[d]);
-      if (idx[d] < 0 || (dim != INT64_MIN && idx[d] >= dim))
-        return NAN; // out of bounds: the term itself is wrong here
+      if (idx[d] < 0 || (dim != INT64_MIN && idx[d] >= dim)) {
+        incomplete = true; // out of bounds: the term itself is wrong here
+        return NAN;
+      }
     }
     switch (ci.kind) {
     case ClassInfo::Leaf: return leaf(ci.label, idx);
@@ -80,8 +85,10 @@ struct Evaluator {
   }
 
   double eval(const Term &t) {
-    if (budget == 0)
+    if (budget == 0) {
+      incomplete = true;
       return NAN;
+    }
     --budget;
     switch (t->kind) {
     case TermKind::Const: return t->value;
@@ -98,8 +105,10 @@ struct Evaluator {
     case TermKind::Select: return cond(t->cond) ? eval(t->args[0]) : eval(t->args[1]);
     case TermKind::Sum: {
       int64_t lo = index(t->lo), hi = index(t->hi);
-      if (lo == INT64_MIN || hi == INT64_MIN || hi - lo > 1000000)
+      if (lo == INT64_MIN || hi == INT64_MIN || hi - lo > 1000000) {
+        incomplete = true;
         return NAN;
+      }
       std::string k = "k!" + std::to_string(t->level);
       double s = 0;
       for (int64_t v = lo; v < hi; ++v) {
@@ -144,9 +153,20 @@ struct Evaluator {
 
 } // namespace
 
-double evaluate(const Term &t, const ClassTable &classes, const std::map<std::string, int64_t> &env) {
-  Evaluator e{classes, env, {}};
-  return e.eval(t);
+struct Replayer::Impl {
+  Evaluator e;
+};
+
+Replayer::Replayer(const ClassTable &classes, std::map<std::string, int64_t> sizes)
+    : impl_(new Impl{Evaluator{classes, std::move(sizes), {}}}) {}
+Replayer::~Replayer() = default;
+
+double Replayer::at(const Term &t, const std::vector<int64_t> &idx) {
+  for (size_t d = 0; d < idx.size(); ++d)
+    impl_->e.env["i!" + std::to_string(d)] = idx[d];
+  return impl_->e.eval(t);
 }
+
+bool Replayer::complete() const { return !impl_->e.incomplete; }
 
 } // namespace shardproof::relation

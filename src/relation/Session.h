@@ -64,21 +64,51 @@ struct Session {
   // Shared helpers
   /// Bounds of the free index variables of a tensor of this shape.
   static smt::Expr bounds(const ir::Shape &s, const char *prefix = "i");
+  /// What the op table needs to know of a node's inputs; nullopt (with `why`)
+  /// when an input is unsupported or has no known shape.
+  std::optional<ir::OpInputs> gatherInputs(const ir::Graph &g, const ir::Node &n,
+                                           const std::vector<ValueInfo> &values, std::string &why) const;
   /// Evaluates one node with the op table; fills `values` for its outputs.
   llvm::Error evalNode(const ir::Graph &g, const ir::Node &n, std::vector<ValueInfo> &values, int rank);
   ValueInfo constantValue(const std::string &name, const std::shared_ptr<const ir::TensorData> &data);
   /// Element term of a spec relation expression over the ranks' tensors.
   llvm::Expected<std::pair<Term, ir::Shape>> compileRelation(const spec::RelExpr &e);
   std::string render(const Term &t) const;
+  /// `t` rendered with the symbols and index variables of `m` substituted.
+  std::string renderAt(const Term &t, const smt::Model &m) const;
   std::string className(ClassId c) const { return classes.label(c); }
   Counterexample makeCounterexample(const smt::Expr &region, const std::string &tensor, int rank,
-                                    const ir::Shape &shape, const Term &expected, const Term &actual,
-                                    const Term &expectedNum = nullptr, const Term &actualNum = nullptr);
+                                    const ir::Shape &shape, const Term &expected, const Term &actual);
+  /// Looks for a confirmed difference between `expected` and `actual` (element
+  /// terms of a tensor of `shape`) by evaluating every element at a few small
+  /// sizes admitted by `region` (Replay.cpp). Only a numeric difference found
+  /// with complete evaluations is returned: it is what REFUTED rests on.
+  std::optional<Counterexample> searchWitness(const smt::Expr &region, int outputId, int rank, const ir::Shape &shape,
+                                              const Term &expected, const Term &actual);
+  /// Runs the reference graph on numbers at `sizes` (inputs: their relations
+  /// over the ranks' leaf data) and returns output `outputId` row-major;
+  /// nullopt if some node cannot be evaluated or a tensor is too large.
+  std::optional<std::vector<double>> runReference(int outputId, const std::map<std::string, int64_t> &sizes);
   std::vector<std::string> symbolNames() const;
 };
 
-/// Numeric evaluation of terms at concrete sizes, with deterministic
-/// pseudo-random leaf data (Eval.cpp).
-double evaluate(const Term &t, const ClassTable &classes, const std::map<std::string, int64_t> &env);
+/// Numeric evaluation of terms at one concrete assignment of the symbols, with
+/// deterministic pseudo-random leaf data keyed by class label and index, so a
+/// replicated input reads the same everywhere (Eval.cpp). Class elements are
+/// memoized, so evaluating every element of an output shares the work.
+class Replayer {
+public:
+  Replayer(const ClassTable &classes, std::map<std::string, int64_t> sizes);
+  ~Replayer();
+  /// Value of `t` with its free index variables i!0.. set to `idx`.
+  double at(const Term &t, const std::vector<int64_t> &idx);
+  /// False once the work budget ran out or an index could not be evaluated:
+  /// the numbers are then meaningless.
+  bool complete() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 } // namespace shardproof::relation

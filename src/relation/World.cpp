@@ -336,6 +336,36 @@ llvm::Error Session::bindInputs() {
   return llvm::Error::success();
 }
 
+std::optional<OpInputs> Session::gatherInputs(const Graph &g, const Node &n, const std::vector<ValueInfo> &values,
+                                              std::string &why) const {
+  OpInputs in{n, {}, {}, {}, {}, worldSize()};
+  if (auto it = g.opsets.find(""); it != g.opsets.end())
+    in.opset = it->second;
+  for (int id : n.inputs) {
+    if (id < 0) {
+      in.shapes.push_back(std::nullopt);
+      in.dtypes.push_back(DType::Other);
+      in.values.push_back(std::nullopt);
+      in.data.push_back(nullptr);
+      continue;
+    }
+    const ValueInfo &v = values[id];
+    if (!v.unsupported.empty()) {
+      why = v.unsupported;
+      return std::nullopt;
+    }
+    if (!v.shape) {
+      why = "no shape known for '" + g.values[id].name + "'";
+      return std::nullopt;
+    }
+    in.shapes.push_back(v.shape);
+    in.dtypes.push_back(v.dtype);
+    in.values.push_back(v.value);
+    in.data.push_back(v.data);
+  }
+  return in;
+}
+
 llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueInfo> &values, int rank) {
   auto markUnsupported = [&](const std::string &why) {
     for (int o : n.outputs)
@@ -356,31 +386,13 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
     originUnsupported("unsupported operator " + (n.domain.empty() ? n.opType : n.domain + "::" + n.opType));
     return llvm::Error::success();
   }
-  OpInputs in{n, {}, {}, {}, {}, worldSize()};
-  if (auto it = g.opsets.find(""); it != g.opsets.end())
-    in.opset = it->second;
-  for (int id : n.inputs) {
-    if (id < 0) {
-      in.shapes.push_back(std::nullopt);
-      in.dtypes.push_back(DType::Other);
-      in.values.push_back(std::nullopt);
-      in.data.push_back(nullptr);
-      continue;
-    }
-    const ValueInfo &v = values[id];
-    if (!v.unsupported.empty()) {
-      markUnsupported(v.unsupported);
-      return llvm::Error::success();
-    }
-    if (!v.shape) {
-      markUnsupported("no shape known for '" + g.values[id].name + "'");
-      return llvm::Error::success();
-    }
-    in.shapes.push_back(v.shape);
-    in.dtypes.push_back(v.dtype);
-    in.values.push_back(v.value);
-    in.data.push_back(v.data);
+  std::string why;
+  auto gathered = gatherInputs(g, n, values, why);
+  if (!gathered) {
+    markUnsupported(why);
+    return llvm::Error::success();
   }
+  OpInputs &in = *gathered;
   auto res = def->infer(in);
   if (!res) {
     auto taken = takeError(res.takeError());

@@ -7,7 +7,11 @@ added once after the reduce, LayerNorms replicated.
 Weights are nn.Parameters, so they are initializers named after the module
 path ("attn.q_proj.weight"). Linear weights are stored [in, out] so the graph
 reads them directly (no exporter-renamed transposed copies).
+
+Variants (`Options`): a fused QKV projection (one column-parallel linear whose
+per-rank weight is [q_r | k_r | v_r]), and the bugs the fixtures model.
 """
+from dataclasses import dataclass
 import math
 
 import torch
@@ -47,27 +51,42 @@ class LayerNorm(nn.LayerNorm):
             self.bias.uniform_(-0.1, 0.1)
 
 
+@dataclass(frozen=True)
+class Options:
+    fused_qkv: bool = False       # one qkv_proj instead of q/k/v projections
+    attn_allreduce: bool = True   # False: o_proj partial sums are never reduced
+    mask_diagonal: int = 1        # torch.triu diagonal of the causal mask (1 is right)
+
+
 class Attention(nn.Module):
-    def __init__(self, world=1):
+    def __init__(self, world=1, opts=Options()):
         super().__init__()
         self.local_heads = HEADS // world
         self.hd = D_MODEL // HEADS
-        local = self.local_heads * self.hd
-        self.q_proj = Linear(D_MODEL, local)
-        self.k_proj = Linear(D_MODEL, local)
-        self.v_proj = Linear(D_MODEL, local)
-        self.o_proj = Linear(local, D_MODEL, reduce=world > 1)
+        self.local = local = self.local_heads * self.hd
+        self.opts = opts
+        if opts.fused_qkv:
+            self.qkv_proj = Linear(D_MODEL, 3 * local)
+        else:
+            self.q_proj = Linear(D_MODEL, local)
+            self.k_proj = Linear(D_MODEL, local)
+            self.v_proj = Linear(D_MODEL, local)
+        self.o_proj = Linear(local, D_MODEL, reduce=world > 1 and opts.attn_allreduce)
 
     def heads(self, t, b, s):
         return t.view(b, s, self.local_heads, self.hd).transpose(1, 2)
 
     def forward(self, x):
         b, s, _ = x.shape
-        q, k, v = (self.heads(p(x), b, s) for p in (self.q_proj, self.k_proj, self.v_proj))
+        if self.opts.fused_qkv:
+            qkv = self.qkv_proj(x).split(self.local, dim=-1)
+        else:
+            qkv = (p(x) for p in (self.q_proj, self.k_proj, self.v_proj))
+        q, k, v = (self.heads(t, b, s) for t in qkv)
         att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.hd)
-        att = att + torch.triu(torch.full((s, s), float("-inf")), diagonal=1)
-        o = torch.matmul(torch.softmax(att, dim=-1), v)
-        return self.o_proj(o.transpose(1, 2).reshape(b, s, self.local_heads * self.hd))
+        mask = torch.triu(torch.full((s, s), float("-inf")), diagonal=self.opts.mask_diagonal)
+        o = torch.matmul(torch.softmax(att + mask, dim=-1), v)
+        return self.o_proj(o.transpose(1, 2).reshape(b, s, self.local))
 
 
 class Mlp(nn.Module):
@@ -81,10 +100,10 @@ class Mlp(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, world=1):
+    def __init__(self, world=1, opts=Options()):
         super().__init__()
         self.ln_1 = LayerNorm(D_MODEL)
-        self.attn = Attention(world)
+        self.attn = Attention(world, opts)
         self.ln_2 = LayerNorm(D_MODEL)
         self.mlp = Mlp(world)
 
@@ -102,3 +121,12 @@ def generate(out):
     for world in (2, 4):
         for r in range(world):
             _export(Block(world), f"{out}/gpt_tp{world}_rank{r}.onnx")
+    fused = Options(fused_qkv=True)
+    _export(Block(1, fused), f"{out}/gpt_fused_ref.onnx")
+    for r in range(2):
+        # The same rank graphs serve the right weight layout and the wrong one:
+        # the specs differ in how the fused weight is distributed.
+        _export(Block(2, fused), f"{out}/gpt_fused_tp2_rank{r}.onnx")
+        _export(Block(2, Options(attn_allreduce=False)), f"{out}/gpt_no_attn_allreduce_rank{r}.onnx")
+        # Rank 1 also masks the diagonal: each query stops attending to itself.
+        _export(Block(2, Options(mask_diagonal=0 if r == 1 else 1)), f"{out}/gpt_mask_rank1_rank{r}.onnx")

@@ -30,6 +30,7 @@ struct Counterexample {
   std::string expected; // reference side at that point (symbolic)
   std::string actual;   // implementation side at that point (symbolic)
   bool replayed = false; // confirmed by evaluating both sides on numbers
+  bool expectedByInterpreter = false; // reference number from running its graph
   double expectedValue = 0, actualValue = 0;
   std::string str() const;
 };

@@ -1,0 +1,75 @@
+// The index arithmetic that reshapes produce (split hidden into heads, merge
+// heads back), simplified without the solver; each rule is also checked
+// against Z3 so a wrong rule cannot hide behind a matching wrong test.
+#include "smt/Solver.h"
+
+#include <gtest/gtest.h>
+
+using namespace shardproof::smt;
+
+namespace {
+
+Expr k() { return Expr::intVar("k"); }
+Expr c(int64_t v) { return Expr::intConst(v); }
+
+// The rewrite must be an equivalence for every integer value of its variables.
+void expectEquivalent(const Expr &before, const Expr &after) {
+  Solver s;
+  EXPECT_TRUE(s.prove("rule.sound", before == after).proved()) << before.str() << "  vs  " << after.str();
+}
+
+} // namespace
+
+TEST(IndexRules, MergingHeadsBackGivesTheFlatIndex) {
+  // Reshape [b, s, heads, 4] -> [b, s, 4*heads] reads head k // 4, offset k % 4;
+  // the shard's column is 4*(k // 4) + k % 4 - 8, which is just k - 8.
+  Expr raw = c(4) * floorDiv(k(), c(4)) + mod(k(), c(4)) - c(8);
+  Expr simple = raw.simplify();
+  EXPECT_TRUE(simple.same((k() - c(8)).simplify())) << simple.str();
+  expectEquivalent(raw, simple);
+}
+
+TEST(IndexRules, WhichHeadBecomesARangeOfColumns) {
+  // "head k // 4 lives on rank 1" is "column k >= 8": a split point for sums.
+  Expr cond = (floorDiv(k(), c(4)) >= c(2)).simplify();
+  EXPECT_TRUE(cond.same((k() >= c(8)).simplify())) << cond.str();
+  expectEquivalent(floorDiv(k(), c(4)) >= c(2), cond);
+  for (auto raw : {floorDiv(k(), c(4)) < c(2), floorDiv(k(), c(4)) <= c(2), floorDiv(k(), c(4)) > c(2),
+                   floorDiv(k(), c(4)) == c(2), c(1) - floorDiv(k(), c(4)) >= c(0)}) {
+    Expr simple = raw.simplify();
+    EXPECT_FALSE(simple.str().find("//") != std::string::npos) << "still divides: " << simple.str();
+    expectEquivalent(raw, simple);
+  }
+}
+
+TEST(IndexRules, WholeMultiplesLeaveTheDivision) {
+  Expr h = Expr::intVar("h");
+  Expr raw = floorDiv(c(4) * h + k() + c(9), c(4)); // (4h + k + 9) // 4 = h + 2 + (k + 1) // 4
+  Expr simple = raw.simplify();
+  expectEquivalent(raw, simple);
+  EXPECT_TRUE(mod(c(4) * h + k(), c(4)).simplify().same(mod(k(), c(4)).simplify()));
+}
+
+TEST(IndexRules, ExactDivisionSolvesAScaledHeadIndex) {
+  // Unifying 4*u + k with 4*i - 8 + k binds u = i - 2.
+  Expr i = Expr::intVar("i");
+  auto u = divideExact(c(4) * i - c(8), 4);
+  ASSERT_TRUE(u);
+  EXPECT_TRUE(u->same((i - c(2)).simplify())) << u->str();
+  EXPECT_FALSE(divideExact(c(4) * i - c(7), 4)) << "not a multiple of 4: no integer solution to claim";
+  EXPECT_FALSE(divideExact(c(2) * i, 4));
+}
+
+TEST(IndexRules, EvaluationWithoutTheSolverFollowsFloorSemantics) {
+  Expr n = Expr::intVar("n");
+  auto env = [](const std::string &v) -> std::optional<int64_t> {
+    if (v == "n")
+      return -7;
+    return std::nullopt;
+  };
+  EXPECT_EQ(floorDiv(n, c(4)).eval(env), -2);
+  EXPECT_EQ(mod(n, c(4)).eval(env), 1);
+  EXPECT_EQ(ite(n < c(0), c(10), c(20)).eval(env), 10);
+  EXPECT_EQ((n < c(0) && n > c(-10)).eval(env), 1);
+  EXPECT_EQ((n + Expr::intVar("unknown")).eval(env), std::nullopt) << "an unknown variable is not guessed";
+}
