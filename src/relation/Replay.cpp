@@ -166,6 +166,25 @@ std::optional<std::vector<double>> Session::runReference(int outputId, const std
   return local[*mat[outputId]].data;
 }
 
+// For display: unfold the highest rank class on either side a few layers, so
+// `y@*` reads `b2 + b2 + ...` and the bug shows in the expressions too.
+std::pair<Term, Term> Session::readableSides(Term a, Term b) {
+  constexpr size_t kMaxShown = 400; // term nodes
+  auto unfold = [&](Term t) {
+    for (int layer = 0; layer < 8; ++layer) {
+      ClassId c = Prover::highestComputed(t, classes);
+      if (c == static_cast<ClassId>(-1))
+        break;
+      Term n = prover.expandClass(t, c, 0);
+      if (termSize(n) > kMaxShown)
+        break;
+      t = n;
+    }
+    return t;
+  };
+  return {unfold(a), unfold(b)};
+}
+
 std::optional<Counterexample> Session::searchWitness(const Expr &region, int outputId, int rank, const Shape &shape,
                                                      const Term &expected, const Term &actual) {
   const std::string &tensor = ref.values[outputId].name;
@@ -233,8 +252,9 @@ std::optional<Counterexample> Session::searchWitness(const Expr &region, int out
         at.values.push_back({n, v});
       for (size_t d = 0; d < idx.size(); ++d)
         at.values.push_back({"i!" + std::to_string(d), idx[d]});
-      cex.expected = renderAt(expected, at);
-      cex.actual = renderAt(actual, at);
+      auto [shownA, shownB] = readableSides(expected, actual);
+      cex.expected = renderAt(shownA, at);
+      cex.actual = renderAt(shownB, at);
       if (std::isfinite(a) && std::isfinite(b))
         return cex;
       if (!fallback)

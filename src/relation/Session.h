@@ -85,6 +85,7 @@ struct Session {
   /// with complete evaluations is returned: it is what REFUTED rests on.
   std::optional<Counterexample> searchWitness(const smt::Expr &region, int outputId, int rank, const ir::Shape &shape,
                                               const Term &expected, const Term &actual);
+  std::pair<Term, Term> readableSides(Term a, Term b);
   /// Runs the reference graph on numbers at `sizes` (inputs: their relations
   /// over the ranks' leaf data) and returns output `outputId` row-major;
   /// nullopt if some node cannot be evaluated or a tensor is too large.

@@ -411,6 +411,12 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
   }
   for (auto &o : res->obligations)
     obligations.push_back({o, rank, n.name, n.modulePath()});
+  // Shape arithmetic the op itself does not fold: follow the integer values.
+  if (res->values.empty() || !res->values[0])
+    if (auto v = foldIntValues(in, *res, 0)) {
+      res->values.resize(std::max<size_t>(res->values.size(), 1));
+      res->values[0] = v;
+    }
   for (size_t s = 0; s < n.outputs.size() && s < res->shapes.size(); ++s) {
     ValueInfo &out = values[n.outputs[s]];
     out.shape = res->shapes[s];

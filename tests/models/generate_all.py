@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import gpt  # noqa: E402
+import llama  # noqa: E402
 import mlp  # noqa: E402
 
 
@@ -22,6 +23,7 @@ def main():
     torch.manual_seed(0)
     mlp.generate(out)
     gpt.generate(out)
+    llama.generate(out)
 
 
 if __name__ == "__main__":

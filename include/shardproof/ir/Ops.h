@@ -105,6 +105,10 @@ llvm::Expected<int64_t> constInt(const Node &n, const smt::Expr &e, const char *
 smt::Expr product(const Shape &s, size_t from, size_t to);
 /// A result with one output.
 OpResult one(Shape s, DType t);
+/// Integer values of output `slot` from the integer values of the inputs, for
+/// the elementwise, selection and layout ops of shape arithmetic (ShapeValues.cpp);
+/// nullopt if the op or its size is out of scope.
+std::optional<IntTensor> foldIntValues(const OpInputs &in, const OpResult &r, unsigned slot);
 
 // The op families register themselves through these lists (one per file).
 std::vector<OpDef> elementwiseOps();

@@ -1,0 +1,112 @@
+// Shape arithmetic: integer values of small tensors computed from the integer
+// values of their inputs, symbolically (`seq * 2`, `ite(seq == -1, 1, seq)`).
+// torch.onnx.export writes a dynamic `expand` or `view` as Shape -> Gather ->
+// Concat -> Mul / Equal / Where -> Reshape -> Expand; following those values is
+// what gives the Expand or Reshape at the end its symbolic target shape.
+#include "shardproof/ir/Ops.h"
+
+namespace shardproof::ir {
+namespace {
+
+using smt::Expr;
+
+constexpr int64_t kMaxValues = 64; // shape vectors are tiny; larger tensors are data
+
+Expr truth(const Expr &b) { return ite(b, Expr::intConst(1), Expr::intConst(0)); }
+Expr isTrue(const Expr &v) { return v != Expr::intConst(0); }
+
+// Element `flat` of the output, read from input `in` broadcast numpy-style.
+const Expr &broadcastRead(const IntTensor &in, const std::vector<int64_t> &outDims, int64_t flat) {
+  std::vector<int64_t> idx(outDims.size());
+  for (size_t d = outDims.size(); d-- > 0;) {
+    idx[d] = flat % outDims[d];
+    flat /= outDims[d];
+  }
+  int64_t src = 0;
+  size_t lead = outDims.size() - in.dims.size();
+  for (size_t d = 0; d < in.dims.size(); ++d)
+    src = src * in.dims[d] + (in.dims[d] == 1 ? 0 : idx[lead + d]);
+  return in.vals[src];
+}
+
+std::optional<Expr> scalarOp(const std::string &op, const std::vector<Expr> &a) {
+  if (op == "Add") return a[0] + a[1];
+  if (op == "Sub") return a[0] - a[1];
+  if (op == "Mul") return a[0] * a[1];
+  // ONNX integer Div truncates; sizes are not negative, where that is floor.
+  if (op == "Div") return floorDiv(a[0], a[1]);
+  if (op == "Mod") return mod(a[0], a[1]);
+  if (op == "Max") return max(a[0], a[1]);
+  if (op == "Min") return min(a[0], a[1]);
+  if (op == "Equal") return truth(a[0] == a[1]);
+  if (op == "Less") return truth(a[0] < a[1]);
+  if (op == "Greater") return truth(a[0] > a[1]);
+  if (op == "LessOrEqual") return truth(a[0] <= a[1]);
+  if (op == "GreaterOrEqual") return truth(a[0] >= a[1]);
+  if (op == "And") return truth(isTrue(a[0]) && isTrue(a[1]));
+  if (op == "Or") return truth(isTrue(a[0]) || isTrue(a[1]));
+  if (op == "Where") return ite(isTrue(a[0]), a[1], a[2]);
+  if (op == "Neg") return -a[0];
+  if (op == "Not") return truth(!isTrue(a[0]));
+  if (op == "Abs") return ite(a[0] < Expr::intConst(0), -a[0], a[0]);
+  if (op == "Identity" || op == "Cast") return a[0];
+  return std::nullopt;
+}
+
+bool sameLayout(const std::string &op) {
+  // The values are unchanged, only the shape differs.
+  return op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" || op == "Expand";
+}
+
+} // namespace
+
+std::optional<IntTensor> foldIntValues(const OpInputs &in, const OpResult &r, unsigned slot) {
+  const Node &n = in.node;
+  if (!n.domain.empty() || slot != 0 || r.shapes.empty() || isFloating(r.dtypes[0]))
+    return std::nullopt;
+  std::vector<int64_t> outDims;
+  int64_t count = 1;
+  for (auto &d : r.shapes[0].dims) {
+    auto v = d.asInt();
+    if (!v || *v < 0)
+      return std::nullopt;
+    outDims.push_back(*v);
+    count *= *v;
+  }
+  if (count > kMaxValues)
+    return std::nullopt;
+  IntTensor out;
+  out.dims = outDims;
+  const std::string &op = n.opType;
+  // Only the data input carries values for layout ops (the rest is the shape).
+  size_t nInputs = sameLayout(op) ? 1 : in.values.size();
+  std::vector<const IntTensor *> args;
+  for (size_t i = 0; i < nInputs; ++i) {
+    if (i >= in.values.size() || !in.values[i])
+      return std::nullopt;
+    args.push_back(&*in.values[i]);
+  }
+  if (args.empty())
+    return std::nullopt;
+  if (sameLayout(op) && op != "Expand") {
+    if (static_cast<int64_t>(args[0]->size()) != count)
+      return std::nullopt;
+    out.vals = args[0]->vals;
+    return out;
+  }
+  for (auto *a : args)
+    if (a->dims.size() > outDims.size())
+      return std::nullopt;
+  for (int64_t f = 0; f < count; ++f) {
+    std::vector<Expr> xs;
+    for (auto *a : args)
+      xs.push_back(broadcastRead(*a, outDims, f));
+    auto v = op == "Expand" ? std::optional<Expr>(xs[0]) : scalarOp(op, xs);
+    if (!v)
+      return std::nullopt;
+    out.vals.push_back(v->simplify());
+  }
+  return out;
+}
+
+} // namespace shardproof::ir

@@ -1,0 +1,200 @@
+"""A Llama-style decoder block (RMSNorm, rotary position embeddings,
+grouped-query causal attention, SwiGLU MLP, residuals) as a reference model
+and as Megatron tensor-parallel ranks: q/k/v and gate/up column-parallel (each
+rank owns whole heads), o_proj and down_proj row-parallel followed by an
+all-reduce, RMSNorms replicated. Llama has no biases.
+
+Names follow Hugging Face's LlamaDecoderLayer (input_layernorm,
+self_attn.q_proj, mlp.down_proj, ...), so nodes read /self_attn/o_proj/MatMul.
+Weights are nn.Parameters, so they are initializers named after the module
+path ("self_attn.q_proj.weight"); linear weights are stored [in, out] so the
+graph reads them directly.
+
+Rotary tables: the shardproof op table has no Cos/Sin/Range, so the block
+takes the rotary cache `cos`, `sin` of shape [max_pos, head_dim] as graph
+inputs (as older HF code kept cos_cached/sin_cached) and slices the rows of
+its positions, offset .. offset + seq, inside the graph.
+
+GQA with more ranks than kv heads (TP4 with 2 kv heads): vLLM-style kv
+replication, rank r needs kv head r * KV_HEADS // P, so two ranks hold the same
+kv weights. The spec format only states reference = f(rank tensors), which
+cannot say "rank 1 holds a copy of rank 0's shard", so these ranks hold the
+whole k/v projections (replicated) and keep their kv head by slicing the
+projection's output. (Slicing the weight itself gets constant-folded by the
+exporter into an unnamed initializer.)
+"""
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from collectives import all_reduce
+from export import export
+
+D_MODEL, HEADS, KV_HEADS, D_FF = 16, 4, 2, 32
+HEAD_DIM = D_MODEL // HEADS
+EPS = 1e-6
+NAMES = ["x", "cos", "sin"]
+DYNAMIC = {"x": {0: "batch", 1: "seq"}, "cos": {0: "max_pos"}, "sin": {0: "max_pos"},
+           "y": {0: "batch", 1: "seq"}}
+
+
+class Linear(nn.Module):
+    """x @ weight, no bias; `reduce` all-reduces the product (Megatron's
+    RowParallelLinear)."""
+
+    def __init__(self, d_in, d_out, reduce=False):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(d_in, d_out) / math.sqrt(d_in))
+        self.reduce = reduce
+
+    def forward(self, x):
+        y = torch.matmul(x, self.weight)
+        return all_reduce(y) if self.reduce else y
+
+
+class RMSNorm(nn.Module):
+    """x * rsqrt(mean(x^2, -1) + eps) * weight, written out as Llama code does."""
+
+    def __init__(self, d):
+        super().__init__()
+        # Distinct values: identical initializers get merged by the exporter.
+        self.weight = nn.Parameter(torch.empty(d).uniform_(0.5, 1.5))
+
+    def forward(self, x):
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + EPS))
+
+
+class Rotary(nn.Module):
+    """Rows offset .. offset + seq of the rotary cache (positions start at
+    `offset`; 0 for a fresh sequence)."""
+
+    def __init__(self, offset=0):
+        super().__init__()
+        self.offset = offset
+
+    def forward(self, cos, sin, s):
+        return cos[self.offset:self.offset + s], sin[self.offset:self.offset + s]
+
+
+def rotate_half(x):
+    x1, x2 = x[..., :HEAD_DIM // 2], x[..., HEAD_DIM // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary(t, cos, sin):
+    return t * cos + rotate_half(t) * sin
+
+
+def repeat_kv(t, n_rep):
+    """HF's repeat_kv: [b, kv, s, hd] -> [b, kv * n_rep, s, hd]."""
+    if n_rep == 1:
+        return t
+    b, kv, s, hd = t.shape
+    return t[:, :, None, :, :].expand(b, kv, n_rep, s, hd).reshape(b, kv * n_rep, s, hd)
+
+
+class Attention(nn.Module):
+    """Causal grouped-query attention over this rank's HEADS // world query
+    heads. kv_head=None: k/v are column-parallel (the rank owns KV_HEADS //
+    world kv heads). kv_head=h: k/v projections are whole (replicated) and the
+    rank keeps kv head h of their output."""
+
+    def __init__(self, world=1, kv_head=None, rope_offset=0):
+        super().__init__()
+        self.heads = HEADS // world
+        self.kv_head = kv_head
+        self.kv_heads = KV_HEADS // world if kv_head is None else 1
+        kv_out = (KV_HEADS if kv_head is not None else self.kv_heads) * HEAD_DIM
+        self.q_proj = Linear(D_MODEL, self.heads * HEAD_DIM)
+        self.k_proj = Linear(D_MODEL, kv_out)
+        self.v_proj = Linear(D_MODEL, kv_out)
+        self.o_proj = Linear(self.heads * HEAD_DIM, D_MODEL, reduce=world > 1)
+        self.rotary_emb = Rotary(rope_offset)
+
+    def split_heads(self, t, b, s, n):
+        return t.view(b, s, n, HEAD_DIM).transpose(1, 2)
+
+    def own_kv(self, t):
+        if self.kv_head is None:
+            return t
+        start = self.kv_head * HEAD_DIM
+        return t[..., start:start + HEAD_DIM]
+
+    def forward(self, x, cos, sin):
+        b, s, _ = x.shape
+        q = self.split_heads(self.q_proj(x), b, s, self.heads)
+        k = self.split_heads(self.own_kv(self.k_proj(x)), b, s, self.kv_heads)
+        v = self.split_heads(self.own_kv(self.v_proj(x)), b, s, self.kv_heads)
+        cos, sin = self.rotary_emb(cos, sin, s)
+        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        n_rep = self.heads // self.kv_heads
+        k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
+        att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(HEAD_DIM)
+        att = att + torch.triu(torch.full((s, s), float("-inf")), diagonal=1)
+        o = torch.matmul(torch.softmax(att, dim=-1), v)
+        return self.o_proj(o.transpose(1, 2).reshape(b, s, self.heads * HEAD_DIM))
+
+
+class Mlp(nn.Module):
+    """SwiGLU: down(silu(x @ gate) * (x @ up))."""
+
+    def __init__(self, world=1, reduce=None):
+        super().__init__()
+        if reduce is None:
+            reduce = world > 1
+        self.gate_proj = Linear(D_MODEL, D_FF // world)
+        self.up_proj = Linear(D_MODEL, D_FF // world)
+        self.down_proj = Linear(D_FF // world, D_MODEL, reduce=reduce)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Block(nn.Module):
+    def __init__(self, world=1, kv_head=None, rope_offset=0, reduce_down=None):
+        super().__init__()
+        self.input_layernorm = RMSNorm(D_MODEL)
+        self.self_attn = Attention(world, kv_head, rope_offset)
+        self.post_attention_layernorm = RMSNorm(D_MODEL)
+        self.mlp = Mlp(world, reduce_down)
+
+    def forward(self, x, cos, sin):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+def kv_head_of(rank, world):
+    """The kv head whose query group rank `rank` owns (replicated kv heads)."""
+    return rank * KV_HEADS // world
+
+
+def _export(module, path):
+    args = (torch.randn(2, 5, D_MODEL), torch.randn(8, HEAD_DIM), torch.randn(8, HEAD_DIM))
+    export(module, args, NAMES, ["y"], DYNAMIC, path)
+
+
+def generate(out):
+    """Writes every Llama model into directory `out`."""
+    _export(Block(), f"{out}/llama_ref.onnx")
+
+    # TP2: each rank owns 2 query heads and exactly one kv head (k/v sharded).
+    for r in range(2):
+        _export(Block(2), f"{out}/llama_tp2_rank{r}.onnx")
+    # TP4 (one query head per rank, ranks 2h and 2h+1 sharing kv head h) is not
+    # exported yet: relating duplicated kv heads is an open gap (issue 3).
+
+    bugs = {
+        # Rank 1's positions start at 1: it reads rotary rows 1 .. seq.
+        "rope_offset": lambda r: Block(2, rope_offset=1 if r == 1 else 0),
+        # Whole k/v projections; the kv head index divides by the number of query
+        # heads instead of the world size, so rank 1 of 2 picks kv head 0.
+        "gqa_wrong_kv": lambda r: Block(2, kv_head=r * KV_HEADS // HEADS),
+        # The row-parallel down projection never all-reduces its partial sums.
+        "no_allreduce_down": lambda r: Block(2, reduce_down=False),
+    }
+    for name, make in bugs.items():
+        for r in range(2):
+            _export(make(r), f"{out}/llama_{name}_rank{r}.onnx")
