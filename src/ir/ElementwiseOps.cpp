@@ -14,20 +14,8 @@ llvm::Expected<OpResult> inferSame(const OpInputs &in) {
 }
 
 llvm::Expected<OpResult> inferBroadcast(const OpInputs &in) {
-  OpResult r;
-  std::vector<Shape> shapes;
-  for (unsigned i = 0; i < in.shapes.size(); ++i) {
-    if (!in.has(i))
-      return userError("node " + describe(in.node) + ": input " + std::to_string(i) + " is missing");
-    shapes.push_back(*in.shapes[i]);
-  }
-  auto s = broadcastShapes(in.node, shapes, r.obligations);
-  if (!s)
-    return s.takeError();
-  r.shapes = {*s};
   bool cmp = in.node.opType == "Equal" || in.node.opType == "Less" || in.node.opType == "Greater";
-  r.dtypes = {cmp ? DType::Bool : in.dtypes[0]};
-  return r;
+  return broadcastResult(in, cmp ? DType::Bool : in.dtypes[0]);
 }
 
 Term readB(const OpInputs &in, unsigned i, const IndexVec &idx, const ReadFn &read, int level) {

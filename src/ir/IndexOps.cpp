@@ -169,19 +169,8 @@ Term trilu(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, c
 
 // --- Comparisons, logic and Where ------------------------------------------------
 llvm::Expected<OpResult> inferCompare(const OpInputs &in) {
-  OpResult r;
-  std::vector<Shape> shapes;
-  for (unsigned i = 0; i < in.shapes.size(); ++i) {
-    if (!in.has(i))
-      return userError("node " + describe(in.node) + ": input " + std::to_string(i) + " is missing");
-    shapes.push_back(*in.shapes[i]);
-  }
-  auto s = broadcastShapes(in.node, shapes, r.obligations);
-  if (!s)
-    return s.takeError();
-  r.shapes = {*s};
-  r.dtypes = {in.node.opType == "Where" ? in.dtypes[1] : DType::Bool};
-  return r;
+  bool where = in.node.opType == "Where" && in.dtypes.size() > 1;
+  return broadcastResult(in, where ? in.dtypes[1] : DType::Bool);
 }
 
 // Folds to 0/1 when both sides are numbers; otherwise an opaque predicate.

@@ -61,6 +61,22 @@ smt::Expr product(const Shape &s, size_t from, size_t to) {
   return p;
 }
 
+llvm::Expected<OpResult> broadcastResult(const OpInputs &in, DType t) {
+  OpResult r;
+  std::vector<Shape> shapes;
+  for (unsigned i = 0; i < in.shapes.size(); ++i) {
+    if (!in.has(i))
+      return userError("node " + describe(in.node) + ": input " + std::to_string(i) + " is missing");
+    shapes.push_back(*in.shapes[i]);
+  }
+  auto s = broadcastShapes(in.node, shapes, r.obligations);
+  if (!s)
+    return s.takeError();
+  r.shapes = {*s};
+  r.dtypes = {t};
+  return r;
+}
+
 OpResult one(Shape s, DType t) {
   OpResult r;
   r.shapes = {std::move(s)};

@@ -105,6 +105,8 @@ llvm::Expected<int64_t> constInt(const Node &n, const smt::Expr &e, const char *
 smt::Expr product(const Shape &s, size_t from, size_t to);
 /// A result with one output.
 OpResult one(Shape s, DType t);
+/// One output, the numpy broadcast of every input's shape, of type `t`.
+llvm::Expected<OpResult> broadcastResult(const OpInputs &in, DType t);
 /// Integer values of output `slot` from the integer values of the inputs, for
 /// the elementwise, selection and layout ops of shape arithmetic (ShapeValues.cpp);
 /// nullopt if the op or its size is out of scope.
