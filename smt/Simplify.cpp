@@ -244,6 +244,19 @@ Expr Expr::simplify() const {
   return s;
 }
 
+std::pair<Expr, Expr> divModLinear(const Expr &e, int64_t c) {
+  Linear l = linearOf(e.simplify()), q, r;
+  q.constant = l.constant / c;
+  r.constant = l.constant % c;
+  if (r.constant < 0) {
+    r.constant += c;
+    q.constant -= 1;
+  }
+  for (auto &[id, t] : l.terms)
+    (t.first % c == 0 ? q.terms[id] = {t.first / c, t.second} : r.terms[id] = t);
+  return {q.build().simplify(), r.build().simplify()};
+}
+
 std::optional<Expr> divideExact(const Expr &e, int64_t c) {
   if (c == 0 || !e.isValid())
     return std::nullopt;

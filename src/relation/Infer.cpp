@@ -2,6 +2,8 @@
 // term is built from its inputs' relations, then covered by rank classes.
 #include "Session.h"
 
+#include <set>
+
 namespace shardproof::relation {
 
 using smt::Expr;
@@ -49,6 +51,28 @@ static std::optional<std::pair<Expr, Term>> unresolvedRegion(const Term &t, cons
   if (resolved(t))
     return std::nullopt;
   return std::make_pair(path, t);
+}
+
+// An input whose relation is a sum of the ranks' tensors (a partial sum): when
+// its consumer has no counterpart, the missing reduction is the likely bug.
+static std::optional<int> unreducedInput(const Session &S, const Node &n) {
+  for (int id : n.inputs) {
+    if (id < 0 || !S.refValues[id].term)
+      continue;
+    const Term &t = S.refValues[id].term;
+    if (t->kind != TermKind::Apply || t->fn != Fn::Add)
+      continue;
+    std::set<int> ranks;
+    bool reads = true;
+    for (auto &a : t->args) {
+      reads &= a->kind == TermKind::Read && S.classes[a->cls].rank >= 0;
+      if (reads)
+        ranks.insert(S.classes[a->cls].rank);
+    }
+    if (reads && static_cast<int>(ranks.size()) == S.worldSize())
+      return id;
+  }
+  return std::nullopt;
 }
 
 // Rank nodes that read the classes a term reads: the place to look when the
@@ -144,6 +168,14 @@ llvm::Error Session::inferReference() {
                                   describe(n);
         if (region)
           f.cex = makeCounterexample(region->first, ref.values[o].name, -1, *v.shape, region->second, nullptr);
+        if (auto in = unreducedInput(*this, n)) {
+          const Node &producer = ref.nodes[ref.values[*in].producer];
+          // The missing (or misplaced) reduction belongs to the producer's module.
+          f.message += "; its input '" + ref.values[*in].name + "' is a sum of the ranks' partial results (" +
+                       render(refValues[*in].term) +
+                       ") and no rank tensor holds that sum: the reduction is missing or reduces something else";
+          f.module = producer.modulePath();
+        }
         result.failures.push_back(f);
       }
       result.rows.push_back(row);

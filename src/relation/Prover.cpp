@@ -284,6 +284,47 @@ bool Prover::collectEquations(const Term &p, const Term &t, std::vector<IndexEqu
   return false;
 }
 
+// A stuck index equation a*u + b*w + c = t with several unknowns is the
+// mixed-radix form of a flattened (head, offset) index: bind the unknown with
+// the largest coefficient to the multiple-of-a part of t - c (floor split of the
+// constant); the equation then solves the rest exactly. It picks one solution;
+// whether it lies inside the class's bounds is checked by the caller's region.
+bool Prover::guessMixedRadix(const std::vector<IndexEquation> &eqs, const std::vector<size_t> &pending,
+                             std::vector<Expr> &binding, const std::vector<Expr> &vars) {
+  std::vector<Expr> from, to;
+  for (size_t v = 0; v < vars.size(); ++v)
+    if (binding[v].isValid()) {
+      from.push_back(vars[v]);
+      to.push_back(binding[v]);
+    }
+  for (size_t i : pending) {
+    const IndexEquation &eq = eqs[i];
+    if (eq.isCond)
+      continue;
+    Expr p = eq.pattern.substitute(from, to).simplify();
+    int best = -1;
+    int64_t coef = 0;
+    std::vector<Expr> others;
+    for (size_t v = 0; v < vars.size(); ++v) {
+      if (binding[v].isValid() || !p.mentions(*vars[v].asVar()))
+        continue;
+      others.push_back(vars[v]);
+      auto aff = p.affineIn(*vars[v].asVar());
+      if (aff && aff->first > coef) {
+        coef = aff->first;
+        best = static_cast<int>(v);
+      }
+    }
+    if (best < 0 || coef <= 1)
+      continue;
+    // t - (p with every unknown at 0) = coef*u_best + (the other unknowns' part).
+    Expr base = p.substitute(others, std::vector<Expr>(others.size(), Expr::intConst(0)));
+    binding[best] = smt::divModLinear(eq.term - base, coef).first;
+    return true;
+  }
+  return false;
+}
+
 bool Prover::unify(const Term &p, const Term &t, std::vector<Expr> &binding, const std::vector<Expr> &vars) {
   std::vector<IndexEquation> eqs;
   std::vector<Expr> scope;
@@ -333,7 +374,7 @@ bool Prover::unify(const Term &p, const Term &t, std::vector<Expr> &binding, con
         return false; // fails outright
       next.push_back(i);
     }
-    if (next.size() == pending.size())
+    if (next.size() == pending.size() && !guessMixedRadix(eqs, pending, binding, vars))
       return false; // no progress
     pending = std::move(next);
   }

@@ -78,6 +78,8 @@ private:
   };
   bool collectEquations(const Term &p, const Term &t, std::vector<IndexEquation> &eqs,
                         std::vector<smt::Expr> &scope);
+  bool guessMixedRadix(const std::vector<IndexEquation> &eqs, const std::vector<size_t> &pending,
+                       std::vector<smt::Expr> &binding, const std::vector<smt::Expr> &vars);
   /// Binds the pattern variables `vars` so that `pattern` equals `t` under the path.
   bool unify(const Term &pattern, const Term &t, std::vector<smt::Expr> &binding,
              const std::vector<smt::Expr> &vars);

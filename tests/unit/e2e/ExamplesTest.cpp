@@ -52,10 +52,13 @@ INSTANTIATE_TEST_SUITE_P(
         // Llama block: RMSNorm, rotary tables, GQA via repeat_kv (dynamic expand:
         // shape arithmetic), SwiGLU.
         Case{"llama_tp2.yaml", 0, "VERIFIED"},
-        Case{"llama_gqa_wrong_kv_tp2.yaml", 1, "output 'y' on rank 0 differs from the reference"},
-        Case{"llama_no_allreduce_down_tp2.yaml", 1, "output 'y' on rank 0 differs from the reference"},
-        // Rank 1 reads rotary rows 1..seq: at seq == max_pos it cannot even run.
-        Case{"llama_rope_offset_tp2.yaml", 1, "REFUTED at module self_attn"}),
+        // Rank 1 rotates keys of kv head 0: the first difference is its k * cos.
+        Case{"llama_gqa_wrong_kv_tp2.yaml", 1, "REFUTED at module self_attn (reference node /self_attn/Mul_2"},
+        // No bias: the first node without a counterpart is the residual add, and
+        // the report names the module whose partial sums are never reduced.
+        Case{"llama_no_allreduce_down_tp2.yaml", 1, "REFUTED at module mlp.down_proj"},
+        // Rank 1 reads rotary rows 1..seq: its query heads are rotated wrongly.
+        Case{"llama_rope_offset_tp2.yaml", 1, "REFUTED at module self_attn (reference node /self_attn/Mul,"}),
     [](const ::testing::TestParamInfo<Case> &i) {
       std::string n = i.param.spec;
       n = n.substr(0, n.find('.'));
@@ -94,4 +97,16 @@ TEST(Cli, HelpTeachesTheExitCodes) {
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_NE(r.out.find("Exit codes"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("shardproof check specs/examples/mlp_tp2.yaml"), std::string::npos);
+}
+
+// VERIFIED alone could come from unfolding everything at the output; the
+// relation table must show a counterpart for every layer (heads split across
+// ranks, causal masks, rotate_half's mixed head/offset indices, repeat_kv).
+TEST(Cli, EveryLayerOfTheGptAndLlamaBlocksHasARelation) {
+  for (const char *spec : {"gpt_tp2.yaml", "gpt_tp4.yaml", "llama_tp2.yaml"}) {
+    auto r = runShardproof("check " + example(spec));
+    EXPECT_EQ(r.exitCode, 0) << r.out;
+    EXPECT_EQ(r.out.find("NO RELATION"), std::string::npos) << spec << "\n" << r.out;
+    EXPECT_EQ(r.out.find("only part of"), std::string::npos) << spec << "\n" << r.out;
+  }
 }
