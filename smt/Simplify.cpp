@@ -229,6 +229,62 @@ Expr rewrite(const Expr &e) {
   return cur;
 }
 
+int64_t gcd(int64_t a, int64_t b) {
+  a = a < 0 ? -a : a;
+  b = b < 0 ? -b : b;
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+int64_t floorDivI(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// g*E + c OP 0 with g the gcd of every coefficient: compare E with the
+// constant rounded the right way (4*h - 6 < 0 is h < 2), so a head index scaled
+// by the head size becomes a plain bound on the head.
+Expr reduceByGcd(const Expr &e) {
+  Z3_ast a = e.raw();
+  Z3_decl_kind k = kindOf(a);
+  if (k == Z3_OP_AND || k == Z3_OP_OR || k == Z3_OP_NOT) {
+    unsigned n = numArgs(a);
+    std::vector<Expr> args;
+    std::vector<Z3_ast> raw;
+    bool changed = false;
+    for (unsigned i = 0; i < n; ++i) {
+      Expr x = argOf(a, i), y = reduceByGcd(x);
+      changed |= !y.same(x);
+      args.push_back(y);
+      raw.push_back(y.raw());
+    }
+    return changed ? Expr::fromRaw(Z3_update_term(ctx(), a, n, raw.data())) : e;
+  }
+  if (!(k == Z3_OP_LE || k == Z3_OP_LT || k == Z3_OP_GE || k == Z3_OP_GT || k == Z3_OP_EQ) || numArgs(a) != 2 ||
+      !argOf(a, 0).isInt())
+    return e;
+  Linear l = linearOf(argOf(a, 0) - argOf(a, 1));
+  int64_t g = 0;
+  for (auto &[id, t] : l.terms)
+    g = gcd(g, t.first);
+  if (g <= 1)
+    return e;
+  for (auto &[id, t] : l.terms)
+    t.first /= g;
+  int64_t c = l.constant;
+  l.constant = 0;
+  Expr E = l.build(), zero = Expr::intConst(0);
+  switch (k) {
+  case Z3_OP_LT: return E + floorDivI(c, g) < zero;      // g*E < -c
+  case Z3_OP_GE: return E + floorDivI(c, g) >= zero;
+  case Z3_OP_LE: return E - floorDivI(-c, g) <= zero;    // g*E <= -c
+  case Z3_OP_GT: return E - floorDivI(-c, g) > zero;
+  case Z3_OP_EQ: return c % g != 0 ? Expr::boolConst(false) : E + c / g == zero;
+  default: return e;
+  }
+}
+
 } // namespace
 
 Expr Expr::simplify() const {
@@ -240,6 +296,11 @@ Expr Expr::simplify() const {
     if (r.same(s))
       break;
     s = fromRaw(Z3_simplify(ctx(), r.raw()));
+  }
+  if (s.isBool()) {
+    Expr r = reduceByGcd(s);
+    if (!r.same(s))
+      s = fromRaw(Z3_simplify(ctx(), r.raw()));
   }
   return s;
 }

@@ -64,9 +64,29 @@ Expr Prover::simplifyCond(const Expr &cond) {
       continue;
     if (implies(!part, "cond.simplify"))
       return Expr::boolConst(false);
-    keep.push_back(part);
+    keep.push_back(projectIndices(part));
   }
   return smt::conj(keep).simplify();
+}
+
+// A bound on a flattened index, 4*h + d < 6 with 0 <= d < 2 on the path, is a
+// bound on the head alone (h < 2): try dropping each index variable (set to
+// 0) and keep the result only if the solver proves it equivalent on the path.
+Expr Prover::projectIndices(const Expr &part) {
+  std::vector<std::string> idx;
+  for (auto &n : part.vars())
+    if (n.rfind("i!", 0) == 0)
+      idx.push_back(n);
+  if (idx.size() < 2 || !(part.asCmp() || (part.asNot() && part.asNot()->asCmp())))
+    return part;
+  for (auto &w : idx) {
+    Expr cand = part.substitute({Expr::intVar(w)}, {Expr::intConst(0)}).simplify();
+    if (cand.asBool())
+      continue;
+    if (implies((part && cand) || (!part && !cand), "cond.project"))
+      return cand;
+  }
+  return part;
 }
 
 // c <=> k < m (first = true) or c <=> k >= m (first = false), for the bound variable k.
@@ -325,7 +345,8 @@ bool Prover::guessMixedRadix(const std::vector<IndexEquation> &eqs, const std::v
   return false;
 }
 
-bool Prover::unify(const Term &p, const Term &t, std::vector<Expr> &binding, const std::vector<Expr> &vars) {
+bool Prover::unify(const Term &p, const Term &t, std::vector<Expr> &binding, const std::vector<Expr> &vars,
+                   std::vector<Expr> &sideConds) {
   std::vector<IndexEquation> eqs;
   std::vector<Expr> scope;
   if (!collectEquations(p, t, eqs, scope))
@@ -365,6 +386,26 @@ bool Prover::unify(const Term &p, const Term &t, std::vector<Expr> &binding, con
         ok = unifyIndex(eq.pattern, eq.term, binding, vars);
         if (!ok)
           binding = snapshot;
+        // Fully bound but not equal everywhere: the class computes the term
+        // where the indices agree (two ranks holding the same kv head each
+        // cover the query heads that map to it). Only conditions on free
+        // indices can bound a region, not ones on a reduction variable.
+        if (!ok && !waiting(eq.pattern)) {
+          std::vector<Expr> from, to;
+          for (size_t v = 0; v < vars.size(); ++v)
+            if (binding[v].isValid()) {
+              from.push_back(vars[v]);
+              to.push_back(binding[v]);
+            }
+          Expr agree = (eq.pattern.substitute(from, to) == eq.term).simplify();
+          bool onBound = false;
+          for (auto &n : agree.vars())
+            onBound |= n.rfind("k!", 0) == 0;
+          if (!onBound && feasible(agree, "match.agree")) {
+            sideConds.push_back(agree);
+            ok = true;
+          }
+        }
       }
       for (size_t k = 0; k < eq.scope.size(); ++k)
         pop();
@@ -395,9 +436,9 @@ std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches
     std::vector<Expr> vars;
     for (size_t d = 0; d < ci.shape.rank(); ++d)
       vars.push_back(indexVar("u", static_cast<unsigned>(d)));
-    std::vector<Expr> binding(vars.size());
+    std::vector<Expr> binding(vars.size()), sideConds;
     Scope s(*this, remaining);
-    if (!unify(pattern, t, binding, vars))
+    if (!unify(pattern, t, binding, vars, sideConds))
       continue;
     IndexVec at;
     std::vector<Expr> inBounds;
@@ -410,6 +451,7 @@ std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches
     }
     // Inside the class's bounds, and inside the piece's region of its definition.
     inBounds.push_back(pc.cond.substitute(vars, {at.begin(), at.end()}));
+    inBounds.insert(inBounds.end(), sideConds.begin(), sideConds.end());
     Expr region = simplifyCond(smt::conj(inBounds));
     Term read = mkRead(c, at);
     if (auto b = region.asBool(); b && *b) {
@@ -422,16 +464,20 @@ std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches
       remaining = (remaining && !region).simplify();
     }
   }
-  if (pieces.empty() || (wholeOnly && !covered))
+  if (pieces.empty())
+    return std::nullopt;
+  // The whole path may be covered by the union of partial regions.
+  bool complete = covered;
+  if (!complete) {
+    Scope s(*this, remaining);
+    complete = !feasible(Expr::boolConst(true), "match.rest");
+  }
+  if (wholeOnly && !complete)
     return std::nullopt;
   ++matches;
   Term result = t;
-  if (!covered) {
-    Scope s(*this, remaining);
-    // The whole path may be covered by the union of partial regions.
-    if (!feasible(Expr::boolConst(true), "match.rest"))
-      result = pieces.back().second, pieces.pop_back();
-  }
+  if (!covered && complete)
+    result = pieces.back().second, pieces.pop_back();
   for (auto it = pieces.rbegin(); it != pieces.rend(); ++it)
     result = mkSelect(it->first, it->second, result);
   return result;
@@ -446,6 +492,24 @@ Term Prover::cover(const Term &t, int level, unsigned &matches) {
     // A class defined by the same Select (a masked tensor) covers both branches.
     if (auto r = tryMatch(t, level, matches, /*wholeOnly=*/true))
       return *r;
+    // mask ? (head < 1 ? A : B) : (head < 1 ? C : D) is the same tensor as
+    // head < 1 ? (mask ? A : C) : (mask ? B : D), whose inner Selects can be
+    // whole masked rank tensors: the nesting order must not decide the match.
+    // Only when that pays: the first inner Select matches a class whole.
+    const Term &x = t->args[0], &y = t->args[1];
+    if (x->kind == TermKind::Select && y->kind == TermKind::Select &&
+        (x->cond.same(y->cond) || implies((x->cond && y->cond) || (!x->cond && !y->cond), "select.commute"))) {
+      const Expr &d = x->cond;
+      std::optional<Term> first;
+      {
+        Scope s(*this, d);
+        first = tryMatch(mkSelect(t->cond, x->args[0], y->args[0]), level, matches, /*wholeOnly=*/true);
+      }
+      if (first) {
+        Scope s(*this, !d);
+        return mkSelect(d, *first, cover(mkSelect(t->cond, x->args[1], y->args[1]), level, matches));
+      }
+    }
     Term a, b;
     {
       Scope s(*this, t->cond);

@@ -50,6 +50,10 @@ public:
   /// Drops the conjuncts of `c` the path already implies (true/false if decided).
   smt::Expr simplifyCond(const smt::Expr &c);
 
+  /// An equivalent form of the comparison `part` over fewer index variables,
+  /// proven on the path; `part` itself otherwise.
+  smt::Expr projectIndices(const smt::Expr &part);
+
   Term normalize(const Term &t, int level);
   Term cover(const Term &t, int level, unsigned &matches);
   /// Structural equality modulo index arithmetic, under the path.
@@ -80,9 +84,10 @@ private:
                         std::vector<smt::Expr> &scope);
   bool guessMixedRadix(const std::vector<IndexEquation> &eqs, const std::vector<size_t> &pending,
                        std::vector<smt::Expr> &binding, const std::vector<smt::Expr> &vars);
-  /// Binds the pattern variables `vars` so that `pattern` equals `t` under the path.
+  /// Binds the pattern variables `vars` so that `pattern` equals `t` under the
+  /// path, or where `sideConds` (index agreements it could not prove) hold.
   bool unify(const Term &pattern, const Term &t, std::vector<smt::Expr> &binding,
-             const std::vector<smt::Expr> &vars);
+             const std::vector<smt::Expr> &vars, std::vector<smt::Expr> &sideConds);
   bool unifyIndex(const smt::Expr &p, const smt::Expr &t, std::vector<smt::Expr> &binding,
                   const std::vector<smt::Expr> &vars);
   bool equalExpr(const smt::Expr &a, const smt::Expr &b);

@@ -183,8 +183,10 @@ def generate(out):
     # TP2: each rank owns 2 query heads and exactly one kv head (k/v sharded).
     for r in range(2):
         _export(Block(2), f"{out}/llama_tp2_rank{r}.onnx")
-    # TP4 (one query head per rank, ranks 2h and 2h+1 sharing kv head h) is not
-    # exported yet: relating duplicated kv heads is an open gap (issue 3).
+    # TP4: one query head per rank, 2 kv heads: ranks 2h, 2h+1 share kv head h
+    # (whole k/v projections on every rank, each keeping its kv head's columns).
+    for r in range(4):
+        _export(Block(4, kv_head=kv_head_of(r, 4)), f"{out}/llama_tp4_rank{r}.onnx")
 
     bugs = {
         # Rank 1's positions start at 1: it reads rotary rows 1 .. seq.

@@ -52,6 +52,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Llama block: RMSNorm, rotary tables, GQA via repeat_kv (dynamic expand:
         // shape arithmetic), SwiGLU.
         Case{"llama_tp2.yaml", 0, "VERIFIED"},
+        Case{"llama_tp4.yaml", 0, "VERIFIED"},
         // Rank 1 rotates keys of kv head 0: the first difference is its k * cos.
         Case{"llama_gqa_wrong_kv_tp2.yaml", 1, "REFUTED at module self_attn (reference node /self_attn/Mul_2"},
         // No bias: the first node without a counterpart is the residual add, and
@@ -101,9 +102,10 @@ TEST(Cli, HelpTeachesTheExitCodes) {
 
 // VERIFIED alone could come from unfolding everything at the output; the
 // relation table must show a counterpart for every layer (heads split across
-// ranks, causal masks, rotate_half's mixed head/offset indices, repeat_kv).
+// ranks, causal masks, rotate_half's mixed head/offset indices, repeat_kv, and
+// two ranks holding the same kv head).
 TEST(Cli, EveryLayerOfTheGptAndLlamaBlocksHasARelation) {
-  for (const char *spec : {"gpt_tp2.yaml", "gpt_tp4.yaml", "llama_tp2.yaml"}) {
+  for (const char *spec : {"gpt_tp2.yaml", "gpt_tp4.yaml", "llama_tp2.yaml", "llama_tp4.yaml"}) {
     auto r = runShardproof("check " + example(spec));
     EXPECT_EQ(r.exitCode, 0) << r.out;
     EXPECT_EQ(r.out.find("NO RELATION"), std::string::npos) << spec << "\n" << r.out;

@@ -73,3 +73,15 @@ TEST(IndexRules, EvaluationWithoutTheSolverFollowsFloorSemantics) {
   EXPECT_EQ((n < c(0) && n > c(-10)).eval(env), 1);
   EXPECT_EQ((n + Expr::intVar("unknown")).eval(env), std::nullopt) << "an unknown variable is not guessed";
 }
+
+TEST(IndexRules, AScaledHeadIndexComparesAsAHeadBound) {
+  Expr h = Expr::intVar("h");
+  // 4*h < 6 holds exactly for h < 2; 4*h <= 6 too; 4*h == 6 never.
+  for (auto raw : {c(4) * h < c(6), c(4) * h <= c(6), c(4) * h > c(6), c(4) * h >= c(6), c(4) * h == c(8),
+                   c(4) * h - c(2) * k() < c(7)}) {
+    Expr simple = raw.simplify();
+    expectEquivalent(raw, simple);
+  }
+  EXPECT_EQ((c(4) * h < c(6)).simplify().str(), "h < 2");
+  EXPECT_EQ((c(4) * h == c(6)).simplify().asBool(), false);
+}
