@@ -3,15 +3,15 @@
 #include "shardproof/ir/Ops.h"
 #include "shardproof/onnx/Loader.h"
 #include "shardproof/relation/Verifier.h"
+#include "shardproof/report/RelationFile.h"
 #include "shardproof/report/Report.h"
 #include "shardproof/spec/Spec.h"
 
 #include <CLI/CLI.hpp>
 #include <llvm/Support/raw_ostream.h>
 
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 
 using namespace shardproof;
 
@@ -31,6 +31,8 @@ how each reference input and output is distributed. See docs/spec-format.md.
 Example:
   shardproof check specs/examples/mlp_tp2.yaml
   shardproof check specs/examples/mlp_tp2.yaml --json report.json
+  shardproof infer specs/examples/gpt_tp2.yaml -o gpt_tp2.relations.yaml
+  shardproof check specs/examples/gpt_tp2.yaml --relations gpt_tp2.relations.yaml
 
 )";
 
@@ -39,7 +41,9 @@ const char *kExitCodes = R"(Exit codes:
   1  REFUTED   a concrete counterexample (sizes, rank, index) was found
   2  UNKNOWN   could not decide (unsupported op, solver limit); the reason is printed
   3  bad input (missing/corrupt file, bad YAML, unknown tensor name, ...)
-  4  internal error (a bug in shardproof; please report it))";
+  4  internal error (a bug in shardproof; please report it)
+  5  relations changed: VERIFIED, but check --relations found a tensor whose
+     relation differs from the recorded file (REFUTED/UNKNOWN keep 1/2))";
 
 const char *kCheckFooter = R"(
 The report: a table of the relation found for every reference tensor, the
@@ -51,6 +55,27 @@ Examples:
   shardproof check specs/examples/mlp_tp2.yaml                  # VERIFIED
   shardproof check specs/examples/mlp_bias_before_reduce.yaml   # REFUTED at fc2
   shardproof check spec.yaml --json report.json --stats
+  shardproof check specs/examples/gpt_tp2.yaml --relations specs/examples/gpt_tp2.relations.yaml
+
+With --relations FILE (written by `shardproof infer`), the relations found are
+compared with the recorded ones: the report names the first tensor, in graph
+order, whose relation changed (recorded vs now), and the tensors added or
+removed. See docs/relation-files.md.
+
+)";
+
+const char *kInferFooter = R"(
+Runs the same check as `shardproof check` and writes the relation found for
+every reference tensor (Constant nodes left out), one line each in graph order
+with its module path, op and status: a stable YAML file meant to be committed
+and read in code review. The same models always give the same bytes. The file
+is written whatever the verdict (it records it); the exit code is the check's.
+`shardproof check SPEC --relations FILE` later reports what changed. See
+docs/relation-files.md.
+
+Examples:
+  shardproof infer specs/examples/gpt_tp2.yaml -o specs/examples/gpt_tp2.relations.yaml
+  shardproof check specs/examples/gpt_tp2.yaml --relations specs/examples/gpt_tp2.relations.yaml
 
 )";
 
@@ -60,33 +85,30 @@ int reportError(llvm::Error e) {
   return taken.kind == ErrorKind::Internal ? kExitInternal : kExitBadInput;
 }
 
-// Writes via a temporary file and a rename, so a failure never leaves half a report.
-bool writeAtomically(const std::string &path, const std::string &text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f || !(f << text) || !f.flush())
-      return false;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    std::filesystem::remove(tmp, ec);
-  return !ec;
-}
-
 struct CheckArgs {
   std::string spec;
   std::string json;
   std::string smtDump;
+  std::string relationsIn;  // check --relations: compare with this file
+  std::string relationsOut; // infer -o: write the relations here
   unsigned timeoutMs = 10000;
   bool quiet = false, noTable = false, stats = false;
 };
 
-int runCheck(const CheckArgs &a) {
+// `check` and `infer` run the same verification; `infer` then writes the
+// relation file, `check --relations` compares with one.
+int run(const CheckArgs &a, bool infer) {
   auto spec = spec::loadSpec(a.spec);
   if (!spec)
     return reportError(spec.takeError());
+  // Read the recorded relations before the (long) check, so a bad file fails fast.
+  std::optional<report::RelationFile> recorded;
+  if (!a.relationsIn.empty()) {
+    auto f = report::readRelationFile(a.relationsIn);
+    if (!f)
+      return reportError(f.takeError());
+    recorded = std::move(*f);
+  }
   auto ref = onnxio::loadModel(spec->reference);
   if (!ref)
     return reportError(ref.takeError());
@@ -118,11 +140,21 @@ int runCheck(const CheckArgs &a) {
     llvm::outs() << relation::toString(result->verdict) << ": " << result->reason << "\n";
   }
   llvm::outs().flush();
-  if (!a.json.empty() && !writeAtomically(a.json, report::toJson(*result, ctx))) {
-    llvm::errs() << "shardproof: cannot write " << a.json << "\n";
-    return kExitBadInput;
+  if (!a.json.empty())
+    if (auto e = report::writeFileAtomically(a.json, report::toJson(*result, ctx)))
+      return reportError(std::move(e));
+  if (infer) {
+    if (auto e = report::writeFileAtomically(a.relationsOut, report::writeRelationFile(*result, ctx)))
+      return reportError(std::move(e));
+    if (!a.quiet)
+      llvm::outs() << "wrote " << report::recordedEntries(*result).size() << " relations to " << a.relationsOut
+                   << "\n";
   }
-  return report::exitCode(result->verdict);
+  if (!recorded)
+    return report::exitCode(result->verdict);
+  report::RelationDiff diff = report::diffRelations(*recorded, *result);
+  report::printRelationDiff(llvm::outs(), diff, a.relationsIn, ctx, a.quiet);
+  return report::exitCode(result->verdict, diff);
 }
 
 } // namespace
@@ -133,17 +165,33 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", "shardproof 0.1.0");
   app.require_subcommand(1);
 
+  // Options both verifying subcommands share.
+  auto addCommon = [](CLI::App *cmd, CheckArgs &a) {
+    cmd->add_option("spec", a.spec, "The YAML spec (paths in it are relative to it)")->required();
+    cmd->add_option("--json", a.json, "Also write the report as JSON to this file");
+    cmd->add_option("--timeout-ms", a.timeoutMs, "Solver timeout per query, in milliseconds (a timeout gives UNKNOWN)")
+        ->capture_default_str();
+    cmd->add_option("--smt-dump", a.smtDump, "Write every solver query as an SMT-LIB file into this directory");
+    cmd->add_flag("-q,--quiet", a.quiet, "Print only the verdict line");
+    cmd->add_flag("--stats", a.stats, "Print node, solver and timing figures");
+  };
+
   CheckArgs check;
   auto *cmd = app.add_subcommand("check", "Prove the implementation refines the reference");
   cmd->footer(std::string(kCheckFooter) + kExitCodes);
-  cmd->add_option("spec", check.spec, "The YAML spec (paths in it are relative to it)")->required();
-  cmd->add_option("--json", check.json, "Also write the report as JSON to this file");
-  cmd->add_option("--timeout-ms", check.timeoutMs, "Solver timeout per query, in milliseconds (a timeout gives UNKNOWN)")
-      ->capture_default_str();
-  cmd->add_option("--smt-dump", check.smtDump, "Write every solver query as an SMT-LIB file into this directory");
-  cmd->add_flag("-q,--quiet", check.quiet, "Print only the verdict line");
+  addCommon(cmd, check);
   cmd->add_flag("--no-table", check.noTable, "Omit the per-layer relation table");
-  cmd->add_flag("--stats", check.stats, "Print node, solver and timing figures");
+  cmd->add_option("--relations", check.relationsIn,
+                  "Compare the relations found with this file (from `shardproof infer`); exit 5 if they "
+                  "differ and the verdict is VERIFIED");
+
+  // The file holds the table, so infer does not print it too.
+  CheckArgs inferArgs;
+  inferArgs.noTable = true;
+  auto *infer = app.add_subcommand("infer", "Check, and write the relation of every reference tensor to a file");
+  infer->footer(std::string(kInferFooter) + kExitCodes);
+  addCommon(infer, inferArgs);
+  infer->add_option("-o,--output", inferArgs.relationsOut, "The relation file to write (YAML)")->required();
 
   auto *ops = app.add_subcommand("ops", "List the supported operators");
 
@@ -165,5 +213,7 @@ int main(int argc, char **argv) {
       llvm::outs() << (std::string(d->domain).empty() ? "" : std::string(d->domain) + "::") << d->type << "\n";
     return 0;
   }
-  return runCheck(check);
+  if (*infer)
+    return run(inferArgs, /*infer=*/true);
+  return run(check, /*infer=*/false);
 }

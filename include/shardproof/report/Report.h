@@ -27,4 +27,9 @@ int exitCode(relation::Verdict v);
 void printText(llvm::raw_ostream &os, const relation::Result &r, const Context &ctx, const TextOptions &opts = {});
 std::string toJson(const relation::Result &r, const Context &ctx);
 
+/// Writes `text` to `path` via a temporary file and a rename, so a failure never
+/// leaves half a file behind (for --json and relation files). A failure is a
+/// user error naming the path.
+llvm::Error writeFileAtomically(const std::string &path, const std::string &text);
+
 } // namespace shardproof::report
