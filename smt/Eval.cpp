@@ -21,6 +21,7 @@ std::optional<int64_t> euclidDiv(int64_t a, int64_t b, bool wantMod) {
 
 struct Walker {
   const Expr::Env &env;
+  const Expr::AppEnv &apps;
 
   std::optional<int64_t> arg(Z3_app app, unsigned i) { return go(Z3_get_app_arg(ctx(), app, i)); }
 
@@ -37,9 +38,19 @@ struct Walker {
     unsigned n = Z3_get_app_num_args(ctx(), app);
     Z3_decl_kind dk = Z3_get_decl_kind(ctx(), d);
     if (dk == Z3_OP_UNINTERPRETED) {
-      if (n != 0)
+      std::string name = Z3_get_symbol_string(ctx(), Z3_get_decl_name(ctx(), d));
+      if (n == 0)
+        return env(name);
+      if (!apps)
         return std::nullopt;
-      return env(Z3_get_symbol_string(ctx(), Z3_get_decl_name(ctx(), d)));
+      std::vector<int64_t> args;
+      for (unsigned i = 0; i < n; ++i) {
+        auto v = arg(app, i);
+        if (!v)
+          return std::nullopt;
+        args.push_back(*v);
+      }
+      return apps(name, args);
     }
     switch (dk) {
     case Z3_OP_TRUE: return 1;
@@ -109,10 +120,10 @@ struct Walker {
 
 } // namespace
 
-std::optional<int64_t> Expr::eval(const Env &env) const {
+std::optional<int64_t> Expr::eval(const Env &env, const AppEnv &apps) const {
   if (!isValid())
     return std::nullopt;
-  return Walker{env}.go(raw());
+  return Walker{env, apps}.go(raw());
 }
 
 } // namespace shardproof::smt

@@ -80,6 +80,59 @@ Expr Expr::boolVar(const std::string &name) {
   return Expr(Z3_mk_const(ctx(), Z3_mk_string_symbol(ctx(), name.c_str()), detail::boolSort()));
 }
 
+Expr Expr::app(const std::string &fn, const std::vector<Expr> &args) {
+  std::vector<Z3_sort> domain(args.size(), detail::intSort());
+  std::vector<Z3_ast> raw;
+  for (auto &a : args) {
+    if (!a.isValid())
+      return Expr();
+    raw.push_back(a.raw());
+  }
+  Z3_func_decl f = Z3_mk_func_decl(ctx(), Z3_mk_string_symbol(ctx(), fn.c_str()), static_cast<unsigned>(args.size()),
+                                   domain.data(), detail::intSort());
+  return Expr(Z3_mk_app(ctx(), f, static_cast<unsigned>(raw.size()), raw.data()));
+}
+
+Expr Expr::forall(const std::vector<Expr> &vars, const Expr &body) {
+  if (!body.isValid())
+    return Expr();
+  if (vars.empty())
+    return body;
+  std::vector<Z3_app> bound;
+  for (auto &v : vars)
+    bound.push_back(Z3_to_app(ctx(), v.raw()));
+  return Expr(Z3_mk_forall_const(ctx(), 0, static_cast<unsigned>(bound.size()), bound.data(), 0, nullptr, body.raw()));
+}
+
+static bool hasAppIn(Z3_ast a, int depth) {
+  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || depth > 256)
+    return false;
+  Z3_app app = Z3_to_app(ctx(), a);
+  unsigned n = Z3_get_app_num_args(ctx(), app);
+  if (n > 0 && Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), app)) == Z3_OP_UNINTERPRETED)
+    return true;
+  for (unsigned i = 0; i < n; ++i)
+    if (hasAppIn(Z3_get_app_arg(ctx(), app, i), depth + 1))
+      return true;
+  return false;
+}
+
+bool Expr::hasApp() const { return ast_ && hasAppIn(ast_, 0); }
+
+std::optional<std::pair<std::string, std::vector<Expr>>> Expr::asApp() const {
+  if (!ast_ || Z3_get_ast_kind(ctx(), ast_) != Z3_APP_AST)
+    return std::nullopt;
+  Z3_app app = Z3_to_app(ctx(), ast_);
+  Z3_func_decl d = Z3_get_app_decl(ctx(), app);
+  unsigned n = Z3_get_app_num_args(ctx(), app);
+  if (n == 0 || Z3_get_decl_kind(ctx(), d) != Z3_OP_UNINTERPRETED)
+    return std::nullopt;
+  std::vector<Expr> args;
+  for (unsigned i = 0; i < n; ++i)
+    args.push_back(Expr(Z3_get_app_arg(ctx(), app, i)));
+  return std::make_pair(std::string(Z3_get_symbol_string(ctx(), Z3_get_decl_name(ctx(), d))), args);
+}
+
 bool Expr::isInt() const {
   return ast_ && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), ast_)) == Z3_INT_SORT;
 }

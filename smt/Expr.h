@@ -32,6 +32,11 @@ public:
   static Expr intVar(const std::string &name);
   static Expr boolConst(bool b);
   static Expr boolVar(const std::string &name);
+  /// f(args...) for an integer-valued uninterpreted function of integers: the
+  /// value of an element of an integer tensor, e.g. input_ids(b, s).
+  static Expr app(const std::string &fn, const std::vector<Expr> &args);
+  /// For all integer constants `vars`: body (a background fact about apps).
+  static Expr forall(const std::vector<Expr> &vars, const Expr &body);
 
   bool isValid() const { return ast_ != nullptr; }
   bool isInt() const;
@@ -63,12 +68,20 @@ public:
   /// returns {a, rest}. Works on the simplified form.
   std::optional<std::pair<int64_t, Expr>> affineIn(const std::string &var) const;
 
+  /// Does an uninterpreted function application (tensor data) occur in it?
+  bool hasApp() const;
+  /// If this applies an uninterpreted function to arguments: its name and them.
+  std::optional<std::pair<std::string, std::vector<Expr>>> asApp() const;
+
   /// Value of a variable, or nullopt if unknown.
   using Env = std::function<std::optional<int64_t>(const std::string &)>;
+  /// Value of an uninterpreted function at integer arguments, or nullopt.
+  using AppEnv = std::function<std::optional<int64_t>(const std::string &, const std::vector<int64_t> &)>;
   /// Evaluates this integer (or boolean: 1/0) expression with the variables
-  /// given by `env`, without the solver; nullopt if a variable is unknown or a
-  /// division by zero occurs. Division and modulo are floor-style (as built).
-  std::optional<int64_t> eval(const Env &env) const;
+  /// given by `env` (and function applications by `apps`), without the solver;
+  /// nullopt if something is unknown or a division by zero occurs. Division
+  /// and modulo are floor-style (as built).
+  std::optional<int64_t> eval(const Env &env, const AppEnv &apps = nullptr) const;
 
   // --- Transformation -------------------------------------------------------
   /// Z3's simplifier plus the div/mod rules of reshaped indices (Simplify.cpp).

@@ -27,9 +27,9 @@ llvm::Expected<OpResult> inferGather(const OpInputs &in) {
   auto axis = normAxis(in.node, attrInt(in.node, "axis", 0), data.rank());
   if (!axis)
     return axis.takeError();
-  if (in.values.size() < 2 || !in.values[1])
-    return unsupportedError("node " + describe(in.node) +
-                            ": Gather with data-dependent indices (an embedding lookup) is not supported yet");
+  bool dataIndices = in.values.size() < 2 || !in.values[1];
+  if (dataIndices && !in.inputValue)
+    return unsupportedError("node " + describe(in.node) + ": Gather with data-dependent indices needs their values");
   Shape out;
   for (int64_t d = 0; d < *axis; ++d)
     out.dims.push_back(data.dims[d]);
@@ -38,8 +38,24 @@ llvm::Expected<OpResult> inferGather(const OpInputs &in) {
   for (size_t d = *axis + 1; d < data.rank(); ++d)
     out.dims.push_back(data.dims[d]);
   OpResult r = one(out, in.dtypes[0]);
-  // Normalized index values; negative ones count from the end.
   const Expr &n = data.dims[*axis];
+  if (dataIndices) {
+    // An embedding lookup: every index must be in range for every admissible
+    // input (a rank whose range check is off by one reads past its shard).
+    IndexVec pos = indexVars("g", static_cast<unsigned>(ind.rank()));
+    auto v = in.inputValue(1, pos);
+    if (!v)
+      return unsupportedError("node " + describe(in.node) + ": the indices are data whose values are not known " +
+                              "(give integer inputs a `values` range in the spec)");
+    std::vector<Expr> inside;
+    for (size_t d = 0; d < ind.rank(); ++d)
+      inside.push_back(inRange(pos[d], Expr::intConst(0), ind.dims[d]));
+    r.obligations.push_back({"every index of " + describe(in.node) + " is in range [-" + n.str() + ", " + n.str() + ")",
+                             smt::implies(smt::conj(inside), inRange(*v, -n, n))});
+    r.aux = {*axis, 1};
+    return r;
+  }
+  // Normalized index values; negative ones count from the end.
   for (auto &v : in.values[1]->vals) {
     Expr idx = v.asInt() && *v.asInt() < 0 ? (n + v).simplify() : v;
     if (auto c = idx.asInt(); c && n.asInt() && (*c < 0 || *c >= *n.asInt()))
@@ -66,6 +82,7 @@ llvm::Expected<OpResult> inferGather(const OpInputs &in) {
 Term gather(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
   int64_t axis = r.aux[0];
   size_t indRank = in.shapes[1]->rank();
+  bool dataIndices = r.aux.size() > 1 && r.aux[1];
   // Output index = [pre..., positions in indices..., post...].
   auto source = [&](const Expr &picked) {
     IndexVec src;
@@ -76,6 +93,17 @@ Term gather(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx
       src.push_back(idx[d]);
     return src;
   };
+  if (dataIndices) {
+    IndexVec pos(idx.begin() + axis, idx.begin() + axis + indRank);
+    Term t = read(1, pos, level);
+    auto v = t && in.indexValue ? in.indexValue(t) : std::nullopt;
+    if (!v)
+      return nullptr;
+    // Negative indices count from the end; the prover prunes the case the
+    // value range rules out.
+    const Expr &n = in.shapes[0]->dims[axis];
+    return mkSelect(*v < Expr::intConst(0), read(0, source(*v + n), level), read(0, source(*v), level));
+  }
   if (indRank == 0)
     return read(0, source(r.auxExprs[0]), level);
   if (indRank != 1)
@@ -204,6 +232,11 @@ Term where(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, 
   return mapLeaves(read(0, broadcastIndex(*in.shapes[0], idx), level), [&](const Term &c) {
     if (c->kind == TermKind::Const)
       return c->value != 0 ? a : b;
+    // A mask computed from integer data (token ids against a shard's range)
+    // is a condition the prover can split on.
+    if (in.indexValue)
+      if (auto v = in.indexValue(c))
+        return mkSelect(*v != Expr::intConst(0), a, b);
     return mkApply(Fn::Opaque, {c, a, b}, "Where");
   });
 }

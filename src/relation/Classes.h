@@ -4,6 +4,7 @@
 #include "shardproof/ir/Graph.h"
 #include "shardproof/ir/Term.h"
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +24,9 @@ struct ClassInfo {
   std::string module;
   std::vector<std::string> members; // "rank 0: /fc1/MatMul_output_0"
   std::vector<double> data;          // Constant: values (row-major)
+  /// Leaf integer inputs with a spec `values` range [min, max]: their elements
+  /// are uninterpreted functions of the index, bounded by it.
+  std::optional<std::pair<smt::Expr, smt::Expr>> valueRange;
   std::vector<int64_t> dataDims;
 };
 

@@ -18,6 +18,7 @@ struct Evaluator {
   const ClassTable &classes;
   std::map<std::string, int64_t> env;
   std::map<std::pair<ClassId, std::vector<int64_t>>, double> memo;
+  std::map<std::string, ClassId> byFunction; // valueFunction name -> class
 
   // Work left before giving up; `incomplete` then says the number means nothing.
   uint64_t budget = 50'000'000;
@@ -28,8 +29,30 @@ struct Evaluator {
     return it == env.end() ? std::nullopt : std::optional<int64_t>(it->second);
   }
 
+  // Integer inputs with a value range: deterministic values inside it, the
+  // same whether read as a tensor element or as a lookup index.
+  std::optional<int64_t> intLeaf(ClassId c, const std::vector<int64_t> &idx) {
+    const ClassInfo &ci = classes[c];
+    auto lo = ci.valueRange->first.eval([this](const std::string &n) { return lookup(n); });
+    auto hi = ci.valueRange->second.eval([this](const std::string &n) { return lookup(n); });
+    if (!lo || !hi || *hi < *lo)
+      return std::nullopt;
+    double u = (leaf(ci.label, idx) + 1.0) / 2.0; // in [0, 1]
+    return *lo + std::min<int64_t>(*hi - *lo, static_cast<int64_t>(u * static_cast<double>(*hi - *lo + 1)));
+  }
+
+  std::optional<int64_t> app(const std::string &fn, const std::vector<int64_t> &args) {
+    if (byFunction.empty())
+      for (ClassId c = 0; c < classes.size(); ++c)
+        if (classes[c].valueRange)
+          byFunction["val:" + classes[c].label] = c;
+    auto it = byFunction.find(fn);
+    return it == byFunction.end() ? std::nullopt : intLeaf(it->second, args);
+  }
+
   int64_t index(const Expr &e) {
-    auto v = e.eval([this](const std::string &n) { return lookup(n); });
+    auto v = e.eval([this](const std::string &n) { return lookup(n); },
+                    [this](const std::string &f, const std::vector<int64_t> &a) { return app(f, a); });
     if (!v)
       incomplete = true;
     return v ? *v : INT64_MIN;
@@ -37,7 +60,8 @@ struct Evaluator {
 
   bool cond(const Expr &e) {
     // A variable the point does not fix (an ignored broadcast index) reads as 0.
-    auto v = e.eval([this](const std::string &n) { return lookup(n).value_or(0); });
+    auto v = e.eval([this](const std::string &n) { return lookup(n).value_or(0); },
+                    [this](const std::string &f, const std::vector<int64_t> &a) { return app(f, a); });
     return v.value_or(0) != 0;
   }
 
@@ -61,7 +85,14 @@ struct Evaluator {
       }
     }
     switch (ci.kind) {
-    case ClassInfo::Leaf: return leaf(ci.label, idx);
+    case ClassInfo::Leaf:
+      if (ci.valueRange) {
+        auto v = intLeaf(c, idx);
+        if (!v)
+          incomplete = true;
+        return v ? static_cast<double>(*v) : NAN;
+      }
+      return leaf(ci.label, idx);
     case ClassInfo::Constant: {
       int64_t flat = 0;
       for (size_t d = 0; d < idx.size(); ++d)

@@ -41,6 +41,20 @@ static bool isPure(const Term &t) {
   return true;
 }
 
+// Does an index or condition of `t` depend on integer tensor data?
+static bool readsData(const Term &t) {
+  if (t->kind == TermKind::Read)
+    for (auto &e : t->idx)
+      if (e.hasApp())
+        return true;
+  if (t->kind == TermKind::Select && t->cond.hasApp())
+    return true;
+  for (auto &a : t->args)
+    if (readsData(a))
+      return true;
+  return false;
+}
+
 // The first region of `t` that is still an unresolved computation.
 static std::optional<std::pair<Expr, Term>> unresolvedRegion(const Term &t, const Expr &path) {
   if (t->kind == TermKind::Select) {
@@ -143,7 +157,9 @@ llvm::Error Session::inferReference() {
         }
         continue; // shape data: no element relation needed
       }
-      if ((def && def->cls == OpClass::View) || isPure(v.term)) {
+      // A view at data-dependent positions (an embedding lookup) is, on the
+      // ranks, a masked lookup and a reduction: it needs covering like a compute.
+      if (((def && def->cls == OpClass::View) || isPure(v.term)) && !readsData(v.term)) {
         row.status = RelationRow::View;
       } else {
         Prover::Scope sc(prover, bounds(*v.shape));

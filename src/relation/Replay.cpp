@@ -124,6 +124,8 @@ std::optional<std::vector<double>> Session::runReference(int outputId, const std
     auto in = gatherInputs(ref, n, refValues, why);
     if (!in)
       continue;
+    // Indices read back from this run's own materialized tensors.
+    in->indexValue = [this, &local](const Term &t) { return indexValue(local, t); };
     auto res = def->infer(*in);
     if (!res) {
       llvm::consumeError(res.takeError());

@@ -70,10 +70,17 @@ struct Session {
                                            const std::vector<ValueInfo> &values, std::string &why) const;
   /// Evaluates one node with the op table; fills `values` for its outputs.
   llvm::Error evalNode(const ir::Graph &g, const ir::Node &n, std::vector<ValueInfo> &values, int rank);
+  void boundValues(ClassId c, const spec::Placement &pl);
   ValueInfo constantValue(const std::string &name, const std::shared_ptr<const ir::TensorData> &data);
   /// Element term of a spec relation expression over the ranks' tensors.
   llvm::Expected<std::pair<Term, ir::Shape>> compileRelation(const spec::RelExpr &e);
   std::string render(const Term &t) const;
+  /// The element term `t` of an integer tensor (over classes of `table`) as an
+  /// integer expression; nullopt if it is not integer data we can follow
+  /// (IndexValue.cpp).
+  std::optional<smt::Expr> indexValue(const ClassTable &table, const Term &t, int depth = 0) const;
+  /// Name of the uninterpreted function giving a leaf integer input's elements.
+  std::string valueFunction(ClassId c) const;
   /// `t` rendered with the symbols and index variables of `m` substituted.
   std::string renderAt(const Term &t, const smt::Model &m) const;
   std::string className(ClassId c) const { return classes.label(c); }

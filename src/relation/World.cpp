@@ -63,6 +63,25 @@ llvm::Error Session::setupSymbols() {
   return llvm::Error::success();
 }
 
+// An integer input with a spec `values` range: its elements are the
+// uninterpreted function valueFunction(c) of the index, bounded everywhere in
+// the tensor (a quantified background fact; Z3 instantiates it per lookup).
+void Session::boundValues(ClassId c, const spec::Placement &pl) {
+  if (!pl.values)
+    return;
+  ClassInfo &ci = classes[c];
+  ci.valueRange = pl.values;
+  IndexVec q = indexVars("q", static_cast<unsigned>(ci.shape.rank()));
+  std::vector<Expr> inside;
+  for (size_t d = 0; d < ci.shape.rank(); ++d)
+    inside.push_back(inRange(q[d], Expr::intConst(0), ci.shape.dims[d]));
+  Expr v = Expr::app(valueFunction(c), {q.begin(), q.end()});
+  solver.assume(Expr::forall({q.begin(), q.end()},
+                             smt::implies(smt::conj(inside), pl.values->first <= v && v <= pl.values->second)));
+  result.notes.push_back("values of '" + ci.label + "' assumed in [" + pl.values->first.str() + ", " +
+                         pl.values->second.str() + "]");
+}
+
 ValueInfo Session::constantValue(const std::string &name, const std::shared_ptr<const TensorData> &data) {
   ValueInfo v;
   v.data = data;
@@ -198,6 +217,7 @@ llvm::Error Session::bindInputs() {
       ci.label = name;
       ci.shape = *refShape;
       ClassId c = classes.add(ci);
+      boundValues(c, pl);
       rv.term = mkRead(c, iv);
       for (int r = 0; r < P; ++r) {
         if (auto e = sameRankAs(rankShapes[r], r))
@@ -234,6 +254,7 @@ llvm::Error Session::bindInputs() {
         ci.shape = rankShapes[r];
         ci.rank = r;
         ClassId c = classes.add(ci);
+        boundValues(c, pl);
         rankValues[r][rankIds[r]].term = mkRead(c, iv);
         for (size_t d = 0; d < refShape->rank(); ++d) {
           if (pl.kind == K::Shard && static_cast<int64_t>(d) == axis)
@@ -341,6 +362,13 @@ std::optional<OpInputs> Session::gatherInputs(const Graph &g, const Node &n, con
   OpInputs in{n, {}, {}, {}, {}, worldSize()};
   if (auto it = g.opsets.find(""); it != g.opsets.end())
     in.opset = it->second;
+  in.indexValue = [this](const Term &t) { return indexValue(classes, t); };
+  in.inputValue = [this, &values, &n](unsigned i, const IndexVec &idx) -> std::optional<smt::Expr> {
+    if (i >= n.inputs.size() || n.inputs[i] < 0 || !values[n.inputs[i]].term || !values[n.inputs[i]].shape)
+      return std::nullopt;
+    const ValueInfo &v = values[n.inputs[i]];
+    return indexValue(classes, instantiate(v.term, indexVars("i", static_cast<unsigned>(v.shape->rank())), idx, 0));
+  };
   for (int id : n.inputs) {
     if (id < 0) {
       in.shapes.push_back(std::nullopt);

@@ -11,7 +11,7 @@ namespace shardproof::spec::detail {
 namespace {
 
 const std::vector<std::string> kPlacementKeys = {"shard",    "split",    "sizes", "replicated",
-                                                 "partial",  "relation", "as"};
+                                                 "partial",  "relation", "as",    "values"};
 const std::vector<std::string> kKindKeys = {"shard", "replicated", "partial", "relation"};
 const std::vector<std::string> kSplits = {"even", "chunk", "tensor_split", "sizes"};
 
@@ -126,6 +126,21 @@ Placement fromMap(const YamlDoc &doc, const MapView::Entry &e, const std::string
     std::string text = getString(*kindKey, what + ": 'relation'");
     p.relation =
         parseRelationOrThrow(text, worldSize, syms, doc.textLoc(kindKey->value, kindKey->valueLoc));
+  }
+
+  if (const auto *values = m.find("values")) {
+    MapView vm(doc, values->value, what + ": 'values'", values->keyLoc);
+    vm.allowOnly({"min", "max"});
+    const auto *lo = vm.find("min");
+    const auto *hi = vm.find("max");
+    if (!lo || !hi)
+      fail(what + ": 'values' needs both 'min' and 'max' (inclusive integer expressions)", values->valueLoc);
+    auto bound = [&](const MapView::Entry &b) {
+      if (!b.value.IsScalar())
+        fail(what + ": 'values' bounds must be integer expressions, got " + kindOf(b.value), b.valueLoc);
+      return parseIntExprOrThrow(b.value.Scalar(), syms, doc.textLoc(b.value, b.valueLoc));
+    };
+    p.values = std::make_pair(bound(*lo), bound(*hi));
   }
 
   if (const auto *as = m.find("as")) {

@@ -13,6 +13,7 @@ import torch  # noqa: E402
 import gpt  # noqa: E402
 import llama  # noqa: E402
 import mlp  # noqa: E402
+import vocab  # noqa: E402
 
 
 def main():
@@ -24,6 +25,7 @@ def main():
     mlp.generate(out)
     gpt.generate(out)
     llama.generate(out)
+    vocab.generate(out)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,11 @@ struct OpInputs {
   std::vector<std::shared_ptr<const TensorData>> data; // constant data, if any
   int worldSize = 1; // for collectives
   int64_t opset = 17; // version of the default ONNX domain in the node's model
+  /// An integer tensor's element term as an integer expression (data-dependent
+  /// indices and masks); unset or nullopt when not known.
+  std::function<std::optional<smt::Expr>(const Term &)> indexValue;
+  /// Integer value of element `idx` of input `i` (for obligations in infer).
+  std::function<std::optional<smt::Expr>(unsigned i, const IndexVec &idx)> inputValue;
   bool has(unsigned i) const { return i < shapes.size() && shapes[i].has_value(); }
 };
 

@@ -72,6 +72,9 @@ struct Placement {
   std::vector<smt::Expr> sizes;  // Split::Sizes: one per rank
   std::string as;                // name on the ranks (default: same name); may hold "{r}"
   std::optional<RelExpr> relation;
+  /// Inputs only: an integer tensor's element values lie in [min, max]
+  /// (token ids in [0, vocab - 1]); what data-dependent lookups may assume.
+  std::optional<std::pair<smt::Expr, smt::Expr>> values;
   SrcLoc loc;
 };
 

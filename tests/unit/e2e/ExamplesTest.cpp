@@ -27,8 +27,9 @@ TEST_P(Examples, VerdictAndLocation) {
   auto r = runShardproof("check " + example(c.spec));
   EXPECT_EQ(r.exitCode, c.exitCode) << r.out;
   EXPECT_NE(r.out.find(c.mustSay), std::string::npos) << "expected to find: " << c.mustSay << "\n" << r.out;
-  if (c.exitCode == 1)
+  if (c.exitCode == 1) {
     EXPECT_NE(r.out.find("counterexample:"), std::string::npos) << r.out;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -59,7 +60,15 @@ INSTANTIATE_TEST_SUITE_P(
         // the report names the module whose partial sums are never reduced.
         Case{"llama_no_allreduce_down_tp2.yaml", 1, "REFUTED at module mlp.down_proj"},
         // Rank 1 reads rotary rows 1..seq: its query heads are rotated wrongly.
-        Case{"llama_rope_offset_tp2.yaml", 1, "REFUTED at module self_attn (reference node /self_attn/Mul,"}),
+        Case{"llama_rope_offset_tp2.yaml", 1, "REFUTED at module self_attn (reference node /self_attn/Mul,"},
+        // Vocab-parallel embedding (Megatron's masked lookup + all-reduce), token
+        // ids as data bounded by the spec's `values` range; padded to 12 on 4 ranks.
+        Case{"vocab_tp2.yaml", 0, "VERIFIED"},
+        Case{"vocab_pad_tp4.yaml", 0, "VERIFIED"},
+        // Range check `ids > end`: rank 0 looks up row 5 of its 5-row shard.
+        Case{"vocab_range_offbyone_tp2.yaml", 1, "every index of '/embed/Gather' (Gather) is in range [-5, 5) fails (rank 0)"},
+        Case{"vocab_wrong_offset_tp2.yaml", 1, "REFUTED at module embed (reference node /embed/Gather"},
+        Case{"vocab_no_mask_output_tp2.yaml", 1, "REFUTED at module embed (reference node /embed/Gather"}),
     [](const ::testing::TestParamInfo<Case> &i) {
       std::string n = i.param.spec;
       n = n.substr(0, n.find('.'));

@@ -301,7 +301,10 @@ INSTANTIATE_TEST_SUITE_P(
         ErrCase{"InputsNotAMap", withImpl("inputs: [x, y]\n"), "'inputs' must be a map, got a list",
                 "6:9"},
         ErrCase{"ReferenceIsAMap", "shardproof: 1\nreference: {a: 1}\n",
-                "'reference' must be a string, got a map", "2:12"}),
+                "'reference' must be a string, got a map", "2:12"},
+        // A token-id range needs both ends: a silent default would be a guess.
+        ErrCase{"ValuesWithoutMax", withImpl("inputs:\n  ids: {replicated: true, values: {min: 0}}\n"),
+                "'values' needs both 'min' and 'max'", "7:35"}),
     [](const ::testing::TestParamInfo<ErrCase> &i) { return std::string(i.param.name); });
 
 TEST(SpecLoader, DefaultsWhenOptionalSectionsAreAbsent) {

@@ -1,0 +1,119 @@
+// Integer tensors used as indices or masks (token ids, a vocab shard's range
+// check, Megatron's masked lookup): the element term of an integer tensor read
+// back as an integer expression. Leaf integer inputs are uninterpreted
+// functions of their indices, input_ids(b, s), bounded by the spec's `values`
+// range; comparisons become conditions, so `where(ids < start, 0, ids - start)`
+// is an index the solver can reason about.
+#include "Session.h"
+
+#include <cmath>
+
+namespace shardproof::relation {
+
+using smt::Expr;
+using namespace ir;
+
+namespace {
+
+Expr truth(const Expr &b) { return ite(b, Expr::intConst(1), Expr::intConst(0)); }
+Expr nonZero(const Expr &v) { return v != Expr::intConst(0); }
+
+std::optional<Expr> compareNamed(const std::string &op, const Expr &a, const Expr &b) {
+  if (op == "Equal") return truth(a == b);
+  if (op == "Less") return truth(a < b);
+  if (op == "Greater") return truth(a > b);
+  if (op == "LessOrEqual") return truth(a <= b);
+  if (op == "GreaterOrEqual") return truth(a >= b);
+  if (op == "And") return truth(nonZero(a) && nonZero(b));
+  if (op == "Or") return truth(nonZero(a) || nonZero(b));
+  return std::nullopt;
+}
+
+} // namespace
+
+std::string Session::valueFunction(ClassId c) const { return "val:" + classes[c].label; }
+
+std::optional<Expr> Session::indexValue(const ClassTable &table, const Term &t, int depth) const {
+  if (depth > 64)
+    return std::nullopt;
+  auto sub = [&](const Term &x) { return indexValue(table, x, depth + 1); };
+  switch (t->kind) {
+  case TermKind::Const:
+    if (std::isfinite(t->value) && t->value == std::floor(t->value) && std::abs(t->value) < 1e15)
+      return Expr::intConst(static_cast<int64_t>(t->value));
+    return std::nullopt;
+  case TermKind::Read: {
+    const ClassInfo &ci = table[t->cls];
+    switch (ci.kind) {
+    case ClassInfo::Leaf:
+      // Only inputs the spec gives a value range are integer data we know of.
+      if (&table != &classes || !ci.valueRange)
+        return std::nullopt;
+      return Expr::app(valueFunction(t->cls), {t->idx.begin(), t->idx.end()});
+    case ClassInfo::Constant: {
+      int64_t flat = 0;
+      for (size_t d = 0; d < t->idx.size(); ++d) {
+        auto v = t->idx[d].asInt();
+        if (!v || *v < 0 || *v >= ci.dataDims[d])
+          return std::nullopt;
+        flat = flat * ci.dataDims[d] + *v;
+      }
+      return sub(mkConst(ci.data[flat]));
+    }
+    case ClassInfo::Compute:
+      return sub(instantiate(ci.def, indexVars("u", static_cast<unsigned>(ci.shape.rank())), t->idx, 0));
+    }
+    return std::nullopt;
+  }
+  case TermKind::Select: {
+    auto a = sub(t->args[0]), b = sub(t->args[1]);
+    if (!a || !b)
+      return std::nullopt;
+    return ite(t->cond, *a, *b);
+  }
+  case TermKind::Sum:
+    return std::nullopt;
+  case TermKind::Apply:
+    break;
+  }
+  std::vector<Expr> xs;
+  for (auto &a : t->args) {
+    auto v = sub(a);
+    if (!v)
+      return std::nullopt;
+    xs.push_back(*v);
+  }
+  switch (t->fn) {
+  case Fn::Add: {
+    Expr s = Expr::intConst(0);
+    for (auto &x : xs)
+      s = s + x;
+    return s.simplify();
+  }
+  case Fn::Mul: {
+    Expr p = Expr::intConst(1);
+    for (auto &x : xs)
+      p = p * x;
+    return p.simplify();
+  }
+  case Fn::Max2: return max(xs[0], xs[1]);
+  case Fn::Min2: return min(xs[0], xs[1]);
+  case Fn::Abs: return ite(xs[0] < Expr::intConst(0), -xs[0], xs[0]);
+  case Fn::Opaque:
+    if (t->name == "Cast:bool")
+      return truth(nonZero(xs[0]));
+    if (t->name.rfind("Cast:", 0) == 0 && xs.size() == 1)
+      return xs[0]; // integer casts keep the value
+    if (t->name == "Not" && xs.size() == 1)
+      return truth(!nonZero(xs[0]));
+    if (t->name == "Where" && xs.size() == 3)
+      return ite(nonZero(xs[0]), xs[1], xs[2]);
+    if (xs.size() == 2)
+      return compareNamed(t->name, xs[0], xs[1]);
+    return std::nullopt;
+  default:
+    return std::nullopt;
+  }
+}
+
+} // namespace shardproof::relation
