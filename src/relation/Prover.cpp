@@ -566,7 +566,8 @@ std::optional<Expr> Prover::firstDifference(const Term &a, const Term &b, int le
         continue;
       Scope s(*this, cc);
       const Term &x = sel->args[branch];
-      Term other = normalize(selIsA ? b : a, level);
+      const Term &o = selIsA ? b : a;
+      Term other = termSize(o) <= maxTermNodes_ ? normalize(o, level) : o;
       auto d = selIsA ? firstDifference(x, other, level) : firstDifference(other, x, level);
       if (d)
         return d;

@@ -11,6 +11,7 @@
 
 #include "smt/Solver.h"
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -68,6 +69,8 @@ public:
   Term expandClass(const Term &t, ClassId c, int level);
 
   smt::Solver &solver() { return solver_; }
+  /// Terms larger than this are compared as they are, not normalized first.
+  void setMaxTermNodes(size_t n) { maxTermNodes_ = n; }
   unsigned cacheHits() const { return cacheHits_; }
 
 private:
@@ -104,6 +107,7 @@ private:
   };
   std::map<QueryKey, bool> impliesCache_, feasibleCache_;
   unsigned cacheHits_ = 0;
+  size_t maxTermNodes_ = SIZE_MAX;
   bool sawUnknown_ = false;
   std::string unknownReason_;
 };

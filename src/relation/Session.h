@@ -45,7 +45,9 @@ struct Session {
   std::set<std::string> reportedRankNodes; // rank nodes already reported as unsupported
 
   Session(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, const spec::Spec &spec, const Options &o)
-      : ref(ref), ranks(ranks), spec(spec), opts(o), solver(o.solverTimeoutMs), prover(solver, classes) {}
+      : ref(ref), ranks(ranks), spec(spec), opts(o), solver(o.solverTimeoutMs), prover(solver, classes) {
+    prover.setMaxTermNodes(o.maxTermNodes);
+  }
 
   int worldSize() const { return static_cast<int>(ranks.size()); }
   std::string rankFile(int r) const { return ranks[r].path; }

@@ -503,7 +503,10 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
       }
     }
     Prover::Scope sc(prover, bounds(os));
-    values[n.outputs[s]].term = prover.normalize(t, 0);
+    // A huge term only arises below a node no rank computes; normalizing it
+    // (case splits multiply) serves matching that will not succeed. It stays
+    // exact either way.
+    values[n.outputs[s]].term = termSize(t) <= opts.maxTermNodes ? prover.normalize(t, 0) : t;
   }
   return llvm::Error::success();
 }

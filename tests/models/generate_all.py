@@ -14,6 +14,8 @@ import gpt  # noqa: E402
 import llama  # noqa: E402
 import mlp  # noqa: E402
 import vocab  # noqa: E402
+import sp  # noqa: E402
+import tp8  # noqa: E402
 
 
 def main():
@@ -26,6 +28,8 @@ def main():
     gpt.generate(out)
     llama.generate(out)
     vocab.generate(out)
+    sp.generate(out)
+    tp8.generate(out)
 
 
 if __name__ == "__main__":

@@ -80,6 +80,9 @@ struct Options {
   unsigned solverTimeoutMs = 10000;
   std::string smtDumpDir; // empty: no dumps
   unsigned maxExpansion = 64; // class expansions when comparing outputs
+  /// Term nodes beyond which a reference term is neither normalized nor
+  /// covered (it only arises below a node no rank computes).
+  unsigned maxTermNodes = 1000;
 };
 
 /// Runs the check. User errors (spec names a tensor that does not exist, shapes

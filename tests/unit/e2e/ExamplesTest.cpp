@@ -68,7 +68,23 @@ INSTANTIATE_TEST_SUITE_P(
         // Range check `ids > end`: rank 0 looks up row 5 of its 5-row shard.
         Case{"vocab_range_offbyone_tp2.yaml", 1, "every index of '/embed/Gather' (Gather) is in range [-5, 5) fails (rank 0)"},
         Case{"vocab_wrong_offset_tp2.yaml", 1, "REFUTED at module embed (reference node /embed/Gather"},
-        Case{"vocab_no_mask_output_tp2.yaml", 1, "REFUTED at module embed (reference node /embed/Gather"}),
+        Case{"vocab_no_mask_output_tp2.yaml", 1, "REFUTED at module embed (reference node /embed/Gather"},
+        // Sequence parallelism: AllGather on the sequence before column-parallel
+        // layers, ReduceScatter after row-parallel ones, LayerNorm on sequence shards.
+        Case{"sp_tp2.yaml", 0, "VERIFIED"},
+        Case{"sp_tp4.yaml", 0, "VERIFIED"},
+        Case{"sp_no_reduce_scatter_tp2.yaml", 1, "REFUTED at module attn.o_proj"},
+        // Sequence-first SP helpers used on batch-first tensors: shapes fit,
+        // attention only sees the rank's own chunk.
+        Case{"sp_batch_axis_tp2.yaml", 1, "REFUTED at module attn (reference node /attn/MatMul"},
+        // LayerNorm statistics over a hidden shard instead of the whole row.
+        Case{"sp_ln_hidden_shard_tp2.yaml", 1, "REFUTED at module ln_1"},
+        // Without the divisibility constraint an odd sequence cannot be split evenly.
+        Case{"sp_odd_seq_tp2.yaml", 1, "divides evenly by world_size 2"},
+        // Eight ranks.
+        Case{"mlp_tp8.yaml", 0, "VERIFIED"},
+        Case{"gpt8h_tp8.yaml", 0, "VERIFIED"},
+        Case{"gpt8h_sp8.yaml", 0, "VERIFIED"}),
     [](const ::testing::TestParamInfo<Case> &i) {
       std::string n = i.param.spec;
       n = n.substr(0, n.find('.'));
