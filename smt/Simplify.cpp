@@ -194,21 +194,30 @@ bool hasDivMod(Z3_ast a, int depth = 0) {
   return false;
 }
 
+// `e` with every argument replaced by f(argument) (kept in `args`); `e` itself
+// when no argument changes.
+template <class F>
+Expr mapArgs(const Expr &e, F f, std::vector<Expr> &args) {
+  Z3_ast a = e.raw();
+  unsigned n = numArgs(a);
+  std::vector<Z3_ast> raw;
+  bool changed = false;
+  for (unsigned i = 0; i < n; ++i) {
+    Expr x = argOf(a, i), y = f(x);
+    changed |= !y.same(x);
+    args.push_back(y);
+    raw.push_back(y.raw());
+  }
+  return changed ? Expr::fromRaw(Z3_update_term(ctx(), a, n, raw.data())) : e;
+}
+
 Expr rewrite(const Expr &e) {
   Z3_ast a = e.raw();
   if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || !hasDivMod(a))
     return e;
   unsigned n = numArgs(a);
   std::vector<Expr> args;
-  std::vector<Z3_ast> raw;
-  bool changed = false;
-  for (unsigned i = 0; i < n; ++i) {
-    Expr x = argOf(a, i), y = rewrite(x);
-    changed |= !y.same(x);
-    args.push_back(y);
-    raw.push_back(y.raw());
-  }
-  Expr cur = changed ? Expr::fromRaw(Z3_update_term(ctx(), a, n, raw.data())) : e;
+  Expr cur = mapArgs(e, rewrite, args);
   Z3_decl_kind k = kindOf(cur.raw());
   if (auto d = byConstant(cur, Z3_OP_DIV))
     return splitMultiples(d->first, d->second, false, cur);
@@ -249,17 +258,8 @@ Expr reduceByGcd(const Expr &e) {
   Z3_ast a = e.raw();
   Z3_decl_kind k = kindOf(a);
   if (k == Z3_OP_AND || k == Z3_OP_OR || k == Z3_OP_NOT) {
-    unsigned n = numArgs(a);
     std::vector<Expr> args;
-    std::vector<Z3_ast> raw;
-    bool changed = false;
-    for (unsigned i = 0; i < n; ++i) {
-      Expr x = argOf(a, i), y = reduceByGcd(x);
-      changed |= !y.same(x);
-      args.push_back(y);
-      raw.push_back(y.raw());
-    }
-    return changed ? Expr::fromRaw(Z3_update_term(ctx(), a, n, raw.data())) : e;
+    return mapArgs(e, reduceByGcd, args);
   }
   if (!(k == Z3_OP_LE || k == Z3_OP_LT || k == Z3_OP_GE || k == Z3_OP_GT || k == Z3_OP_EQ) || numArgs(a) != 2 ||
       !argOf(a, 0).isInt())
