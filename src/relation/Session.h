@@ -55,6 +55,8 @@ struct Session {
   // World.cpp
   llvm::Error setupSymbols();
   llvm::Error bindInputs();
+  llvm::Expected<std::vector<std::pair<std::string, spec::Placement>>>
+  expandPatterns(const std::vector<std::string> &sources) const;
   llvm::Error buildRanks();
   // Infer.cpp
   llvm::Error inferReference();

@@ -2,6 +2,7 @@
 // every rank's nodes, and the collectives that tie the ranks together.
 #include "Session.h"
 
+#include <map>
 #include <set>
 
 namespace shardproof::relation {
@@ -153,6 +154,54 @@ static std::optional<Expr> policySize(const spec::Placement &p, const Expr &n, i
   return std::nullopt;
 }
 
+// `*` matches any run of characters (a layer number, a module path).
+static bool globMatch(const char *p, const char *s) {
+  if (*p == '\0')
+    return *s == '\0';
+  if (*p == '*')
+    return globMatch(p + 1, s) || (*s && globMatch(p, s + 1));
+  return *s && *p == *s && globMatch(p + 1, s + 1);
+}
+
+// Spec input names with `*` stand for every reference input or initializer
+// they match (`blocks.*.attn.q_proj.weight`), so a stack of identical layers
+// needs one line per weight, not one per layer. A name given exactly wins over
+// a pattern; a pattern that matches nothing, or two patterns claiming the same
+// tensor, is an input error.
+llvm::Expected<std::vector<std::pair<std::string, spec::Placement>>>
+Session::expandPatterns(const std::vector<std::string> &sources) const {
+  std::vector<std::pair<std::string, spec::Placement>> out;
+  std::set<std::string> exact;
+  for (auto &[name, pl] : spec.inputs)
+    if (name.find('*') == std::string::npos) {
+      exact.insert(name);
+      out.push_back({name, pl});
+    }
+  std::map<std::string, std::string> claimedBy;
+  for (auto &[pattern, pl] : spec.inputs) {
+    if (pattern.find('*') == std::string::npos)
+      continue;
+    if (!pl.as.empty())
+      return userError("spec input pattern '" + pattern + "' cannot be combined with 'as'", pl.loc);
+    unsigned hits = 0;
+    for (auto &src : sources) {
+      if (!globMatch(pattern.c_str(), src.c_str()) || exact.count(src))
+        continue;
+      ++hits;
+      if (auto [it, fresh] = claimedBy.emplace(src, pattern); !fresh)
+        return userError("reference input '" + src + "' matches both '" + it->second + "' and '" + pattern +
+                             "'; name it exactly to choose",
+                         pl.loc);
+      out.push_back({src, pl});
+    }
+    if (hits == 0)
+      return userError("spec input pattern '" + pattern + "' matches no input or initializer of the reference model " +
+                           ref.path,
+                       pl.loc);
+  }
+  return out;
+}
+
 llvm::Error Session::bindInputs() {
   int P = worldSize();
   rankValues.assign(P, {});
@@ -171,7 +220,10 @@ llvm::Error Session::bindInputs() {
   };
   auto rankNames = [&](int r) { return ranks[r].valueNames(); };
 
-  for (auto &[name, pl] : spec.inputs) {
+  auto expanded = expandPatterns(refSources());
+  if (!expanded)
+    return expanded.takeError();
+  for (auto &[name, pl] : *expanded) {
     auto refId = ref.find(name);
     if (!refId || !isSource(ref, *refId))
       return userError("spec input '" + name + "' is not an input or initializer of the reference model " +

@@ -112,6 +112,19 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
+class Stack(nn.Module):
+    """`layers` blocks in a row: parameters `blocks.<i>.<module>...`."""
+
+    def __init__(self, layers, world=1, opts=Options()):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(world, opts) for _ in range(layers)])
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+
 def _export(module, path):
     export(module, (torch.randn(2, 5, D_MODEL),), ["x"], ["y"], DYNAMIC, path)
 
@@ -121,6 +134,11 @@ def generate(out):
     for world in (2, 4):
         for r in range(world):
             _export(Block(world), f"{out}/gpt_tp{world}_rank{r}.onnx")
+    # Four blocks deep: every layer must be related, and a spec names the
+    # weights of all layers with one pattern each.
+    _export(Stack(4), f"{out}/gpt_l4_ref.onnx")
+    for r in range(2):
+        _export(Stack(4, 2), f"{out}/gpt_l4_tp2_rank{r}.onnx")
     fused = Options(fused_qkv=True)
     _export(Block(1, fused), f"{out}/gpt_fused_ref.onnx")
     for r in range(2):

@@ -124,3 +124,24 @@ TEST_F(BadInput, UnknownOperatorIsUnknownNamingTheNode) {
       << r.out;
   EXPECT_EQ(r.out.find("counterexample"), std::string::npos) << "UNKNOWN has no counterexample\n" << r.out;
 }
+
+TEST_F(BadInput, InputPatternThatMatchesNothingIsAnError) {
+  // A typo in a layer pattern must not silently place nothing.
+  auto r = runShardproof("check " + write("s.yaml", spec(goodInputs + "  \"blocks.*.w\": replicated\n")));
+  EXPECT_EQ(r.exitCode, 3) << r.out;
+  EXPECT_NE(r.out.find("pattern 'blocks.*.w' matches no input"), std::string::npos) << r.out;
+}
+
+TEST_F(BadInput, TwoPatternsClaimingOneTensorAreAmbiguous) {
+  std::string inputs = "  x: replicated\n  \"w*\": {shard: 1}\n  \"*1\": {shard: 0}\n  \"*2\": replicated\n";
+  auto r = runShardproof("check " + write("s.yaml", spec(inputs)));
+  EXPECT_EQ(r.exitCode, 3) << r.out;
+  EXPECT_NE(r.out.find("matches both"), std::string::npos) << r.out;
+}
+
+TEST_F(BadInput, PatternsPlaceEveryMatchingWeight) {
+  // w1/b1 by one pattern each side, exact names for the rest: same as goodInputs.
+  std::string inputs = "  x: replicated\n  \"w1*\": {shard: 1}\n  \"b1*\": {shard: 0}\n  w2: {shard: 0}\n  b2: replicated\n";
+  auto r = runShardproof("check " + write("s.yaml", spec(inputs)));
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+}

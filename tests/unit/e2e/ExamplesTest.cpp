@@ -46,6 +46,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"gpt_tp2.yaml", 0, "VERIFIED"},
         Case{"gpt_tp4.yaml", 0, "VERIFIED"},
         Case{"gpt_fused_qkv_tp2.yaml", 0, "VERIFIED"},
+        // Four blocks deep, weights placed by one pattern per weight.
+        Case{"gpt_l4_tp2.yaml", 0, "VERIFIED"},
         // Bugs in attention, each found at its module with a numeric witness.
         Case{"gpt_no_attn_allreduce_tp2.yaml", 1, "REFUTED at module attn.o_proj"},
         Case{"gpt_fused_qkv_chunked_tp2.yaml", 1, "REFUTED at module attn (reference node /attn/MatMul"},
@@ -130,7 +132,7 @@ TEST(Cli, HelpTeachesTheExitCodes) {
 // ranks, causal masks, rotate_half's mixed head/offset indices, repeat_kv, and
 // two ranks holding the same kv head).
 TEST(Cli, EveryLayerOfTheGptAndLlamaBlocksHasARelation) {
-  for (const char *spec : {"gpt_tp2.yaml", "gpt_tp4.yaml", "llama_tp2.yaml", "llama_tp4.yaml"}) {
+  for (const char *spec : {"gpt_tp2.yaml", "gpt_tp4.yaml", "gpt_l4_tp2.yaml", "llama_tp2.yaml", "llama_tp4.yaml"}) {
     auto r = runShardproof("check " + example(spec));
     EXPECT_EQ(r.exitCode, 0) << r.out;
     EXPECT_EQ(r.out.find("NO RELATION"), std::string::npos) << spec << "\n" << r.out;
