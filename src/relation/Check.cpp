@@ -78,7 +78,7 @@ void Session::checkObligations() {
 }
 
 // Element term of the implementation side of an output for one placement.
-static llvm::Expected<std::vector<std::pair<int, std::pair<Term, Shape>>>>
+llvm::Expected<std::vector<std::pair<int, std::pair<Term, Shape>>>>
 outputSides(Session &S, const std::string &name, const spec::Placement &pl) {
   using K = spec::Placement::Kind;
   int P = S.worldSize();
@@ -144,6 +144,122 @@ outputSides(Session &S, const std::string &name, const spec::Placement &pl) {
   return out;
 }
 
+// One claim of the spec about a reference tensor (an output, or a `layers:`
+// checkpoint): proven, refuted with a numeric witness, or unknown. Failures go
+// to the result.
+llvm::Expected<OutputResult> Session::checkClaim(int id, const spec::Placement &placement) {
+  const std::string &name = ref.values[id].name;
+  const spec::Placement *pl = &placement;
+  OutputResult res;
+  res.tensor = name;
+  const ValueInfo &v = refValues[id];
+  if (!v.term) {
+    res.verdict = Verdict::Unknown;
+    res.detail = v.unsupported.empty() ? "no element map for the reference output" : v.unsupported;
+    return res;
+  }
+  auto sides = outputSides(*this, name, *pl);
+  if (!sides) {
+    auto taken = takeError(sides.takeError());
+    if (taken.kind == ErrorKind::User)
+      return userError(taken.text);
+    res.verdict = Verdict::Unknown;
+    res.detail = taken.text;
+    return res;
+  }
+  res.verdict = Verdict::Verified;
+  for (auto &[rank, side] : *sides) {
+    const Shape &shape = *v.shape;
+    // Shapes first: the implementation must produce the reference's shape.
+    bool shapeOk = side.second.rank() == shape.rank();
+    std::optional<Counterexample> sizesCex;
+    if (!shapeOk) {
+      // A different number of dims is wrong at every size: show the smallest.
+      res.verdict = Verdict::Refuted;
+      res.detail = "the implementation has " + std::to_string(side.second.rank()) + " dims, the reference " +
+                   std::to_string(shape.rank());
+      smt::CheckResult any = solver.check("output.rank.cex", Expr::boolConst(true));
+      if (any.result == smt::Result::Sat) {
+        Counterexample cex;
+        cex.tensor = name;
+        cex.rank = rank;
+        smt::Model m = solver.shrink("output.rank.cex", Expr::boolConst(true), any.model, symbolNames());
+        for (auto &n : symbolNames())
+          if (auto v = m.get(n))
+            cex.sizes.push_back({n, *v});
+        sizesCex = cex;
+      }
+    }
+    for (size_t d = 0; shapeOk && d < shape.rank(); ++d) {
+      Expr same = side.second.dims[d] == shape.dims[d];
+      smt::Proof p = solver.prove("output.shape", same);
+      if (!p.proved()) {
+        shapeOk = false;
+        res.verdict = p.status == smt::Proof::Refuted ? Verdict::Refuted : Verdict::Unknown;
+        res.detail = "dim " + std::to_string(d) + " is " + side.second.dims[d].str() + " on the implementation, " +
+                     shape.dims[d].str() + " on the reference";
+        if (p.status == smt::Proof::Refuted) {
+          // The smallest sizes where the shapes differ.
+          Counterexample cex;
+          cex.tensor = name;
+          cex.rank = rank;
+          smt::Model m = solver.shrink("output.shape.cex", !same, p.counterexample, symbolNames());
+          for (auto &n : symbolNames())
+            if (auto v = m.get(n))
+              cex.sizes.push_back({n, *v});
+          sizesCex = cex;
+        }
+      }
+    }
+    if (!shapeOk) {
+      Failure f{Failure::OutputMismatch, "output '" + name + "': " + res.detail, "", "", "", name, {}, sizesCex};
+      result.failures.push_back(f);
+      break;
+    }
+    Prover::Scope sc(prover, bounds(shape));
+    const Term a0 = v.term, b0 = prover.normalize(side.first, 0);
+    std::string who = rank >= 0 ? " on rank " + std::to_string(rank) : "";
+    std::optional<Expr> diff = prover.firstDifference(a0, b0, 0);
+    if (!diff)
+      continue;
+    // Numbers first: a confirmed difference needs no further proof attempts.
+    Failure f{Failure::OutputMismatch, "", "", "", "", name, {}, std::nullopt};
+    if (auto w = searchWitness(*diff, id, rank, shape, a0, b0)) {
+      res.verdict = Verdict::Refuted;
+      f.cex = w;
+      f.message = "output '" + name + "'" + who + " differs from the reference";
+    } else {
+      // No difference on numbers: try to prove equality by unfolding rank
+      // tensors into their definitions, one layer at a time.
+      Term a = a0, b = b0;
+      unsigned expansions = 0;
+      while (diff) {
+        ClassId ca = Prover::highestComputed(a, classes), cb = Prover::highestComputed(b, classes);
+        ClassId none = static_cast<ClassId>(-1);
+        ClassId c = ca == none ? cb : cb == none ? ca : std::max(ca, cb);
+        if (c == none || ++expansions > opts.maxExpansion)
+          break;
+        a = prover.expandClass(a, c, 0);
+        b = prover.expandClass(b, c, 0);
+        diff = prover.firstDifference(a, b, 0);
+      }
+      if (!diff)
+        continue;
+      if (res.verdict != Verdict::Refuted)
+        res.verdict = Verdict::Unknown;
+      f.kind = Failure::SolverUnknown;
+      f.cex = makeCounterexample(*diff, name, rank, shape, a0, b0);
+      f.message = "could not prove output '" + name + "'" + who +
+                  " equal to the reference, and found no numeric difference at the sizes tried" +
+                  (prover.sawUnknown() ? " (" + prover.unknownReason() + ")" : "");
+    }
+    res.detail = f.message;
+    result.failures.push_back(f);
+    break; // one counterexample per output is enough
+  }
+  return res;
+}
+
 llvm::Error Session::checkOutputs() {
   std::vector<std::string> refOutputs;
   for (int id : ref.outputs)
@@ -161,86 +277,10 @@ llvm::Error Session::checkOutputs() {
         pl = &p;
     if (!pl)
       return userError("reference output '" + name + "' has no placement in the spec's outputs:", spec.referenceLoc);
-    OutputResult res;
-    res.tensor = name;
-    const ValueInfo &v = refValues[id];
-    if (!v.term) {
-      res.verdict = Verdict::Unknown;
-      res.detail = v.unsupported.empty() ? "no element map for the reference output" : v.unsupported;
-      result.outputs.push_back(res);
-      continue;
-    }
-    auto sides = outputSides(*this, name, *pl);
-    if (!sides) {
-      auto taken = takeError(sides.takeError());
-      if (taken.kind == ErrorKind::User)
-        return userError(taken.text);
-      res.verdict = Verdict::Unknown;
-      res.detail = taken.text;
-      result.outputs.push_back(res);
-      continue;
-    }
-    res.verdict = Verdict::Verified;
-    for (auto &[rank, side] : *sides) {
-      const Shape &shape = *v.shape;
-      // Shapes first: the implementation must produce the reference's shape.
-      bool shapeOk = side.second.rank() == shape.rank();
-      for (size_t d = 0; shapeOk && d < shape.rank(); ++d) {
-        smt::Proof p = solver.prove("output.shape", side.second.dims[d] == shape.dims[d]);
-        if (!p.proved()) {
-          shapeOk = false;
-          res.verdict = p.status == smt::Proof::Refuted ? Verdict::Refuted : Verdict::Unknown;
-          res.detail = "dim " + std::to_string(d) + " is " + side.second.dims[d].str() + " on the implementation, " +
-                       shape.dims[d].str() + " on the reference";
-        }
-      }
-      if (!shapeOk) {
-        Failure f{Failure::OutputMismatch, "output '" + name + "': " + res.detail, "", "", "", name, {}, std::nullopt};
-        result.failures.push_back(f);
-        break;
-      }
-      Prover::Scope sc(prover, bounds(shape));
-      const Term a0 = v.term, b0 = prover.normalize(side.first, 0);
-      std::string who = rank >= 0 ? " on rank " + std::to_string(rank) : "";
-      std::optional<Expr> diff = prover.firstDifference(a0, b0, 0);
-      if (!diff)
-        continue;
-      // Numbers first: a confirmed difference needs no further proof attempts.
-      Failure f{Failure::OutputMismatch, "", "", "", "", name, {}, std::nullopt};
-      if (auto w = searchWitness(*diff, id, rank, shape, a0, b0)) {
-        res.verdict = Verdict::Refuted;
-        f.cex = w;
-        f.message = "output '" + name + "'" + who + " differs from the reference";
-      } else {
-        // No difference on numbers: try to prove equality by unfolding rank
-        // tensors into their definitions, one layer at a time.
-        Term a = a0, b = b0;
-        unsigned expansions = 0;
-        while (diff) {
-          ClassId ca = Prover::highestComputed(a, classes), cb = Prover::highestComputed(b, classes);
-          ClassId none = static_cast<ClassId>(-1);
-          ClassId c = ca == none ? cb : cb == none ? ca : std::max(ca, cb);
-          if (c == none || ++expansions > opts.maxExpansion)
-            break;
-          a = prover.expandClass(a, c, 0);
-          b = prover.expandClass(b, c, 0);
-          diff = prover.firstDifference(a, b, 0);
-        }
-        if (!diff)
-          continue;
-        if (res.verdict != Verdict::Refuted)
-          res.verdict = Verdict::Unknown;
-        f.kind = Failure::SolverUnknown;
-        f.cex = makeCounterexample(*diff, name, rank, shape, a0, b0);
-        f.message = "could not prove output '" + name + "'" + who +
-                    " equal to the reference, and found no numeric difference at the sizes tried" +
-                    (prover.sawUnknown() ? " (" + prover.unknownReason() + ")" : "");
-      }
-      res.detail = f.message;
-      result.failures.push_back(f);
-      break; // one counterexample per output is enough
-    }
-    result.outputs.push_back(res);
+    auto res = checkClaim(id, *pl);
+    if (!res)
+      return res.takeError();
+    result.outputs.push_back(*res);
   }
   return llvm::Error::success();
 }

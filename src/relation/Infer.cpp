@@ -2,6 +2,7 @@
 // term is built from its inputs' relations, then covered by rank classes.
 #include "Session.h"
 
+#include <map>
 #include <set>
 
 namespace shardproof::relation {
@@ -126,6 +127,16 @@ llvm::Error Session::inferReference() {
     row.relation = refValues[id].term ? render(refValues[id].term) : "?";
     result.rows.push_back(row);
   }
+  // Checkpoints name reference tensors computed by some node.
+  std::map<std::string, const spec::Placement *> checkpoints;
+  for (auto &[name, pl] : spec.layers) {
+    auto id = ref.find(name);
+    if (!id || ref.values[*id].producer < 0)
+      return userError("spec layer '" + name + "' is not a tensor computed by the reference model" +
+                           didYouMean(name, ref.valueNames()),
+                       pl.loc);
+    checkpoints[name] = &pl;
+  }
   bool reportedUnresolved = false;
   for (const Node &n : ref.nodes) {
     ++result.stats.refNodes;
@@ -175,6 +186,23 @@ llvm::Error Session::inferReference() {
         row.status = matches > 0 && resolved(v.term) ? RelationRow::Matched : RelationRow::Unmatched;
       }
       ++result.stats.relations;
+      if (auto it = checkpoints.find(ref.values[o].name); it != checkpoints.end()) {
+        // Prove the user's claim here; once proven, downstream nodes build on
+        // it (the claim's form, not whatever the search found).
+        auto claim = checkClaim(o, *it->second);
+        if (!claim)
+          return claim.takeError();
+        claim->tensor += " (layer checkpoint)";
+        if (claim->verdict == Verdict::Verified) {
+          auto sides = outputSides(*this, ref.values[o].name, *it->second);
+          if (!sides)
+            return sides.takeError();
+          Prover::Scope sc(prover, bounds(*v.shape));
+          v.term = prover.normalize(sides->front().second.first, 0);
+          row.status = RelationRow::Matched;
+        }
+        result.outputs.push_back(*claim);
+      }
       row.relation = render(v.term);
       if (row.status == RelationRow::Unmatched && !reportedUnresolved) {
         reportedUnresolved = true;

@@ -63,6 +63,7 @@ struct Session {
   // Check.cpp
   void checkObligations();
   llvm::Error checkOutputs();
+  llvm::Expected<OutputResult> checkClaim(int id, const spec::Placement &pl);
   void decide();
 
   // Shared helpers
@@ -103,6 +104,11 @@ struct Session {
   std::optional<std::vector<double>> runReference(int outputId, const std::map<std::string, int64_t> &sizes);
   std::vector<std::string> symbolNames() const;
 };
+
+/// The implementation side of a claim about reference tensor `name`: one term
+/// per rank for `replicated`, else one term (rank -1) (Check.cpp).
+llvm::Expected<std::vector<std::pair<int, std::pair<Term, ir::Shape>>>>
+outputSides(Session &S, const std::string &name, const spec::Placement &pl);
 
 /// Numeric evaluation of terms at one concrete assignment of the symbols, with
 /// deterministic pseudo-random leaf data keyed by class label and index, so a

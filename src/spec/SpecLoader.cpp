@@ -40,7 +40,8 @@ namespace {
 constexpr int64_t kMaxWorldSize = 65536;
 
 const std::vector<std::string> kTopKeys = {"shardproof", "reference", "implementation",
-                                           "symbols",    "constraints", "inputs", "outputs"};
+                                           "symbols",    "constraints", "inputs", "outputs",
+                                           "layers"};
 
 std::string replaceRank(std::string s, int r) {
   std::string rs = std::to_string(r);
@@ -92,6 +93,8 @@ public:
       placements(*in, "input", spec_.inputs, any);
     if (const auto *out = top.find("outputs"))
       placements(*out, "output", spec_.outputs, any);
+    if (const auto *layers = top.find("layers"))
+      placements(*layers, "layer", spec_.layers, any);
   }
 
 private:

@@ -103,6 +103,9 @@ struct Spec {
   std::vector<Constraint> constraints;
   std::vector<std::pair<std::string, Placement>> inputs;
   std::vector<std::pair<std::string, Placement>> outputs;
+  /// Checkpoints: claims about intermediate reference tensors, proven where
+  /// the tensor is computed and then used in place of its inferred relation.
+  std::vector<std::pair<std::string, Placement>> layers;
 
   SymbolTable symbolTable() const;
   /// Name of `refName` on rank r (applies `as:` and "{r}").

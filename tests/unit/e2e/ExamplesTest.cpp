@@ -46,6 +46,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"gpt_tp2.yaml", 0, "VERIFIED"},
         Case{"gpt_tp4.yaml", 0, "VERIFIED"},
         Case{"gpt_fused_qkv_tp2.yaml", 0, "VERIFIED"},
+        // Checkpoints (`layers:`): proven, then used; a wrong one is refuted.
+        Case{"gpt_checkpoints_tp2.yaml", 0, "/attn/o_proj/Add_output_0 (layer checkpoint): VERIFIED"},
+        Case{"gpt_checkpoint_wrong_tp2.yaml", 1, "(layer checkpoint): REFUTED (dim 2 is 8 on the implementation, 16"},
         // Four blocks deep, weights placed by one pattern per weight.
         Case{"gpt_l4_tp2.yaml", 0, "VERIFIED"},
         // Bugs in attention, each found at its module with a numeric witness.

@@ -217,3 +217,27 @@ outputs: {y: replicated}
   auto bad = check(ref.build(), ranks, *s);
   ASSERT_EQ(bad.verdict, Verdict::Refuted) << bad.reason;
 }
+
+// A rank that returns its output with an extra unit dim ([batch, 1, D] via
+// Unsqueeze) has the right numbers in the wrong shape: that is not VERIFIED.
+TEST(Mlp, OutputWithADifferentNumberOfDimsIsRefutedWithSizes) {
+  auto withExtraDim = [](int r) {
+    GraphBuilder b("rank" + std::to_string(r) + ".onnx");
+    b.input("x", {"batch", D}).input("w1", {D, 4}).input("w2", {4, D}).input("b2", {D});
+    b.node("MatMul", {"x", "w1"}, {"h"}, "/fc1/MatMul");
+    b.node("Tanh", {"h"}, {"a"}, "/act/Tanh");
+    b.node("MatMul", {"a", "w2"}, {"p"}, "/fc2/MatMul");
+    b.node("AllReduce", {"p"}, {"s"}, "/fc2/AllReduce", {}, "com.microsoft");
+    b.node("Add", {"s", "b2"}, {"z"}, "/fc2/Add");
+    b.initializer("axes", {1}, {1});
+    b.node("Unsqueeze", {"z", "axes"}, {"y"}, "/out/Unsqueeze");
+    b.output("y");
+    return b.build();
+  };
+  auto r = check(reference(8), {withExtraDim(0), withExtraDim(1)}, mlpSpec(2));
+  ASSERT_EQ(r.verdict, Verdict::Refuted) << r.reason;
+  bool withSizes = false;
+  for (auto &f : r.failures)
+    withSizes |= f.cex && !f.cex->sizes.empty() && f.message.find("3 dims, the reference 2") != std::string::npos;
+  EXPECT_TRUE(withSizes) << r.reason;
+}
