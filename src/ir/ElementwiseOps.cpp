@@ -90,40 +90,34 @@ Term cast(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, 
   return mkApply(Fn::Opaque, {x}, std::string("Cast:") + toString(to));
 }
 
-OpDef row(const char *type, OpClass c, llvm::Expected<OpResult> (*inf)(const OpInputs &),
-          Term (*el)(const OpInputs &, const OpResult &, unsigned, const IndexVec &, const ReadFn &, int),
-          const char *domain = "") {
-  return OpDef{domain, type, c, inf, el};
-}
-
 } // namespace
 
 std::vector<OpDef> elementwiseOps() {
   using C = OpClass;
   return {
-      row("Identity", C::View, inferSame, identity),
-      row("Neg", C::Compute, inferSame, neg),
-      row("Reciprocal", C::Compute, inferSame, recip),
-      row("Erf", C::Compute, inferSame, unary<Fn::Erf>),
-      row("Tanh", C::Compute, inferSame, unary<Fn::Tanh>),
-      row("Exp", C::Compute, inferSame, unary<Fn::Exp>),
-      row("Log", C::Compute, inferSame, unary<Fn::Log>),
-      row("Sqrt", C::Compute, inferSame, unary<Fn::Sqrt>),
-      row("Sigmoid", C::Compute, inferSame, unary<Fn::Sigmoid>),
-      row("Relu", C::Compute, inferSame, unary<Fn::Relu>),
-      row("Abs", C::Compute, inferSame, unary<Fn::Abs>),
-      row("Gelu", C::Compute, inferSame, opaqueUnary),
-      row("Gelu", C::Compute, inferSame, opaqueUnary, "com.microsoft"),
-      row("FastGelu", C::Compute, inferSame, opaqueUnary, "com.microsoft"),
-      row("Add", C::Compute, inferBroadcast, add),
-      row("Sub", C::Compute, inferBroadcast, sub),
-      row("Mul", C::Compute, inferBroadcast, mul),
-      row("Div", C::Compute, inferBroadcast, divide),
-      row("Pow", C::Compute, inferBroadcast, power),
-      row("Max", C::Compute, inferBroadcast, variadic<Fn::Max2>),
-      row("Min", C::Compute, inferBroadcast, variadic<Fn::Min2>),
-      row("Sum", C::Compute, inferBroadcast, variadic<Fn::Add>),
-      row("Cast", C::Compute, inferCast, cast),
+      opRow("Identity", C::View, inferSame, identity),
+      opRow("Neg", C::Compute, inferSame, neg),
+      opRow("Reciprocal", C::Compute, inferSame, recip),
+      opRow("Erf", C::Compute, inferSame, unary<Fn::Erf>),
+      opRow("Tanh", C::Compute, inferSame, unary<Fn::Tanh>),
+      opRow("Exp", C::Compute, inferSame, unary<Fn::Exp>),
+      opRow("Log", C::Compute, inferSame, unary<Fn::Log>),
+      opRow("Sqrt", C::Compute, inferSame, unary<Fn::Sqrt>),
+      opRow("Sigmoid", C::Compute, inferSame, unary<Fn::Sigmoid>),
+      opRow("Relu", C::Compute, inferSame, unary<Fn::Relu>),
+      opRow("Abs", C::Compute, inferSame, unary<Fn::Abs>),
+      opRow("Gelu", C::Compute, inferSame, opaqueUnary),
+      opRow("Gelu", C::Compute, inferSame, opaqueUnary, "com.microsoft"),
+      opRow("FastGelu", C::Compute, inferSame, opaqueUnary, "com.microsoft"),
+      opRow("Add", C::Compute, inferBroadcast, add),
+      opRow("Sub", C::Compute, inferBroadcast, sub),
+      opRow("Mul", C::Compute, inferBroadcast, mul),
+      opRow("Div", C::Compute, inferBroadcast, divide),
+      opRow("Pow", C::Compute, inferBroadcast, power),
+      opRow("Max", C::Compute, inferBroadcast, variadic<Fn::Max2>),
+      opRow("Min", C::Compute, inferBroadcast, variadic<Fn::Min2>),
+      opRow("Sum", C::Compute, inferBroadcast, variadic<Fn::Add>),
+      opRow("Cast", C::Compute, inferCast, cast),
   };
 }
 

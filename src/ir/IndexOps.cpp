@@ -241,29 +241,24 @@ Term where(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, 
   });
 }
 
-OpDef row(const char *type, OpClass c, llvm::Expected<OpResult> (*inf)(const OpInputs &),
-          Term (*el)(const OpInputs &, const OpResult &, unsigned, const IndexVec &, const ReadFn &, int)) {
-  return OpDef{"", type, c, inf, el};
-}
-
 } // namespace
 
 std::vector<OpDef> indexOps() {
   using C = OpClass;
   return {
-      row("Gather", C::View, inferGather, gather),
-      row("ConstantOfShape", C::Compute, inferConstantOfShape, constantOfShape),
-      row("Expand", C::View, inferExpand, expand),
-      row("Trilu", C::Compute, inferTrilu, trilu),
-      row("Equal", C::Compute, inferCompare, compare),
-      row("Less", C::Compute, inferCompare, compare),
-      row("Greater", C::Compute, inferCompare, compare),
-      row("LessOrEqual", C::Compute, inferCompare, compare),
-      row("GreaterOrEqual", C::Compute, inferCompare, compare),
-      row("And", C::Compute, inferCompare, compare),
-      row("Or", C::Compute, inferCompare, compare),
-      row("Not", C::Compute, inferCompare, logicalNot),
-      row("Where", C::Compute, inferCompare, where),
+      opRow("Gather", C::View, inferGather, gather),
+      opRow("ConstantOfShape", C::Compute, inferConstantOfShape, constantOfShape),
+      opRow("Expand", C::View, inferExpand, expand),
+      opRow("Trilu", C::Compute, inferTrilu, trilu),
+      opRow("Equal", C::Compute, inferCompare, compare),
+      opRow("Less", C::Compute, inferCompare, compare),
+      opRow("Greater", C::Compute, inferCompare, compare),
+      opRow("LessOrEqual", C::Compute, inferCompare, compare),
+      opRow("GreaterOrEqual", C::Compute, inferCompare, compare),
+      opRow("And", C::Compute, inferCompare, compare),
+      opRow("Or", C::Compute, inferCompare, compare),
+      opRow("Not", C::Compute, inferCompare, logicalNot),
+      opRow("Where", C::Compute, inferCompare, where),
   };
 }
 

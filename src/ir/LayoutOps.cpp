@@ -429,25 +429,20 @@ llvm::Expected<OpResult> inferShape(const OpInputs &in) {
   return r;
 }
 
-OpDef row(const char *type, OpClass c, llvm::Expected<OpResult> (*inf)(const OpInputs &),
-          Term (*el)(const OpInputs &, const OpResult &, unsigned, const IndexVec &, const ReadFn &, int)) {
-  return OpDef{"", type, c, inf, el};
-}
-
 } // namespace
 
 std::vector<OpDef> layoutOps() {
   using C = OpClass;
   return {
-      row("Transpose", C::View, inferTranspose, transpose),
-      row("Reshape", C::View, inferReshape, reshape),
-      row("Slice", C::View, inferSlice, slice),
-      row("Concat", C::View, inferConcat, concat),
-      row("Split", C::View, inferSplit, split),
-      row("Unsqueeze", C::View, inferUnsqueeze, unsqueeze),
-      row("Squeeze", C::View, inferSqueeze, squeeze),
-      row("Constant", C::Compute, inferConstant, constant),
-      row("Shape", C::ShapeOnly, inferShape, nullptr),
+      opRow("Transpose", C::View, inferTranspose, transpose),
+      opRow("Reshape", C::View, inferReshape, reshape),
+      opRow("Slice", C::View, inferSlice, slice),
+      opRow("Concat", C::View, inferConcat, concat),
+      opRow("Split", C::View, inferSplit, split),
+      opRow("Unsqueeze", C::View, inferUnsqueeze, unsqueeze),
+      opRow("Squeeze", C::View, inferSqueeze, squeeze),
+      opRow("Constant", C::Compute, inferConstant, constant),
+      opRow("Shape", C::ShapeOnly, inferShape, nullptr),
   };
 }
 

@@ -223,20 +223,15 @@ Term layerNorm(const OpInputs &in, const OpResult &r, unsigned slot, const Index
   return y;
 }
 
-OpDef row(const char *type, llvm::Expected<OpResult> (*inf)(const OpInputs &),
-          Term (*el)(const OpInputs &, const OpResult &, unsigned, const IndexVec &, const ReadFn &, int)) {
-  return OpDef{"", type, OpClass::Compute, inf, el};
-}
-
 } // namespace
 
 std::vector<OpDef> reduceOps() {
   return {
-      row("ReduceSum", inferReduce, reduceSum),
-      row("ReduceMean", inferReduce, reduceMean),
-      row("Softmax", inferSoftmax, softmax),
-      row("LogSoftmax", inferSoftmax, logSoftmax),
-      row("LayerNormalization", inferLayerNorm, layerNorm),
+      opRow("ReduceSum", OpClass::Compute, inferReduce, reduceSum),
+      opRow("ReduceMean", OpClass::Compute, inferReduce, reduceMean),
+      opRow("Softmax", OpClass::Compute, inferSoftmax, softmax),
+      opRow("LogSoftmax", OpClass::Compute, inferSoftmax, logSoftmax),
+      opRow("LayerNormalization", OpClass::Compute, inferLayerNorm, layerNorm),
   };
 }
 

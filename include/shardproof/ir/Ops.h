@@ -117,6 +117,12 @@ llvm::Expected<OpResult> broadcastResult(const OpInputs &in, DType t);
 /// nullopt if the op or its size is out of scope.
 std::optional<IntTensor> foldIntValues(const OpInputs &in, const OpResult &r, unsigned slot);
 
+/// One row of the op table (domain "" is ONNX's default domain).
+inline OpDef opRow(const char *type, OpClass c, decltype(OpDef::infer) infer, decltype(OpDef::element) element,
+                   const char *domain = "") {
+  return OpDef{domain, type, c, infer, element};
+}
+
 // The op families register themselves through these lists (one per file).
 std::vector<OpDef> elementwiseOps();
 std::vector<OpDef> linalgOps();
