@@ -2,6 +2,7 @@
 #include "smt/Context.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -11,7 +12,17 @@
 namespace shardproof::smt {
 namespace detail {
 
+static bool memoryOut_ = false;
+bool memoryOut() { return memoryOut_; }
+void resetMemoryOut() { memoryOut_ = false; }
+
 static void onZ3Error(Z3_context c, Z3_error_code e) {
+  // Running out of the memory the user allowed is a limit, not a bug: the
+  // query answers Unknown (Solver::run) and a builder returns an invalid Expr.
+  if (e == Z3_MEMOUT_FAIL) {
+    memoryOut_ = true;
+    return;
+  }
   // Builders are called with well-sorted arguments; a Z3 error here is a bug in shardproof.
   std::fprintf(stderr, "shardproof: internal error: Z3: %s\n", Z3_get_error_msg(c, e));
   std::exit(4);
@@ -322,20 +333,36 @@ std::vector<Expr> Expr::conjuncts() const {
 
 static bool bothValid(const Expr &a, const Expr &b) { return a.isValid() && b.isValid(); }
 
-static int64_t floorDivI(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0)))
-    --q;
-  return q;
+// Folding on int64_t must not overflow (undefined behaviour, and a wrapped
+// value would be a wrong size): each folder reports whether the exact result
+// fits; if not, the builder leaves the operation to Z3's unbounded integers.
+static bool foldAdd(int64_t a, int64_t b, int64_t &r) { return !__builtin_add_overflow(a, b, &r); }
+static bool foldSub(int64_t a, int64_t b, int64_t &r) { return !__builtin_sub_overflow(a, b, &r); }
+static bool foldMul(int64_t a, int64_t b, int64_t &r) { return !__builtin_mul_overflow(a, b, &r); }
+// Floor division and modulo (b != 0). Only INT64_MIN / -1 does not fit.
+static bool foldFloorDiv(int64_t a, int64_t b, int64_t &r) {
+  if (a == INT64_MIN && b == -1)
+    return false;
+  r = a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+  return true;
 }
-static int64_t floorModI(int64_t a, int64_t b) { return a - floorDivI(a, b) * b; }
+static bool foldFloorMod(int64_t a, int64_t b, int64_t &r) {
+  if (b == -1) { // a % -1 is 0, but INT64_MIN % -1 is undefined in C++
+    r = 0;
+    return true;
+  }
+  r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0)))
+    r += b; // opposite signs: cannot overflow
+  return true;
+}
 
 Expr operator+(const Expr &a, const Expr &b) {
   if (!bothValid(a, b))
     return Expr();
   auto x = a.asInt(), y = b.asInt();
-  if (x && y)
-    return Expr::intConst(*x + *y);
+  if (int64_t r; x && y && foldAdd(*x, *y, r))
+    return Expr::intConst(r);
   if (x && *x == 0)
     return b;
   if (y && *y == 0)
@@ -347,8 +374,8 @@ Expr operator-(const Expr &a, const Expr &b) {
   if (!bothValid(a, b))
     return Expr();
   auto x = a.asInt(), y = b.asInt();
-  if (x && y)
-    return Expr::intConst(*x - *y);
+  if (int64_t r; x && y && foldSub(*x, *y, r))
+    return Expr::intConst(r);
   if (y && *y == 0)
     return a;
   if (a.same(b))
@@ -361,8 +388,8 @@ Expr operator*(const Expr &a, const Expr &b) {
   if (!bothValid(a, b))
     return Expr();
   auto x = a.asInt(), y = b.asInt();
-  if (x && y)
-    return Expr::intConst(*x * *y);
+  if (int64_t r; x && y && foldMul(*x, *y, r))
+    return Expr::intConst(r);
   if ((x && *x == 0) || (y && *y == 0))
     return Expr::intConst(0);
   if (x && *x == 1)
@@ -378,8 +405,8 @@ Expr floorDiv(const Expr &a, const Expr &b) {
   auto x = a.asInt(), y = b.asInt();
   if (y && *y == 0)
     return Expr(); // division by zero is a bug in the caller's obligations
-  if (x && y)
-    return Expr::intConst(floorDivI(*x, *y));
+  if (int64_t r; x && y && foldFloorDiv(*x, *y, r))
+    return Expr::intConst(r);
   if (y && *y == 1)
     return a;
   // Z3's div is Euclidean; it agrees with floor division for positive divisors.
@@ -391,8 +418,8 @@ Expr mod(const Expr &a, const Expr &b) {
   auto x = a.asInt(), y = b.asInt();
   if (y && *y == 0)
     return Expr();
-  if (x && y)
-    return Expr::intConst(floorModI(*x, *y));
+  if (int64_t r; x && y && foldFloorMod(*x, *y, r))
+    return Expr::intConst(r);
   if (y && *y == 1)
     return Expr::intConst(0);
   return Expr::fromRaw(Z3_mk_mod(ctx(), a.raw(), b.raw()));

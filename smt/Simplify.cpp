@@ -44,10 +44,17 @@ std::optional<std::pair<Expr, int64_t>> byConstant(const Expr &e, Z3_decl_kind w
 struct Linear {
   int64_t constant = 0;
   std::map<unsigned, std::pair<int64_t, Expr>> terms;
+  bool overflow = false; // a coefficient left int64: the terms are meaningless
+
+  // dst += a * b, noting an overflow instead of wrapping.
+  void addProduct(int64_t &dst, int64_t a, int64_t b) {
+    int64_t p;
+    overflow |= __builtin_mul_overflow(a, b, &p) || __builtin_add_overflow(dst, p, &dst);
+  }
 
   void add(const Expr &e, int64_t scale) {
     if (auto v = e.asInt()) {
-      constant += scale * *v;
+      addProduct(constant, scale, *v);
       return;
     }
     Z3_ast a = e.raw();
@@ -65,10 +72,15 @@ struct Linear {
       return;
     case Z3_OP_MUL:
       if (numArgs(a) == 2) {
-        if (auto c = argOf(a, 0).asInt())
-          return add(argOf(a, 1), scale * *c);
-        if (auto c = argOf(a, 1).asInt())
-          return add(argOf(a, 0), scale * *c);
+        int64_t scaled = 0;
+        if (auto c = argOf(a, 0).asInt()) {
+          addProduct(scaled, scale, *c);
+          return add(argOf(a, 1), scaled);
+        }
+        if (auto c = argOf(a, 1).asInt()) {
+          addProduct(scaled, scale, *c);
+          return add(argOf(a, 0), scaled);
+        }
       }
       break;
     default:
@@ -77,7 +89,7 @@ struct Linear {
     auto &slot = terms[e.id()];
     if (!slot.second.isValid())
       slot.second = e;
-    slot.first += scale;
+    addProduct(slot.first, scale, 1);
   }
 
   Expr build() const {
@@ -92,7 +104,12 @@ struct Linear {
 Linear linearOf(const Expr &e) {
   Linear l;
   l.add(e, 1);
-  return l;
+  if (!l.overflow)
+    return l;
+  // Sizes near int64's limits: `e` itself, as one atom, is still exact.
+  Linear atom;
+  atom.terms[e.id()] = {1, e};
+  return atom;
 }
 
 // (c*q + r) div|mod c -> q + (r div c) | (r mod c).
@@ -138,13 +155,15 @@ Expr mergeDivMod(const Expr &sum) {
       it->second.first = 0;
       jt->second.first = 0;
       Linear x = linearOf(d->first);
-      l.constant += a * x.constant;
+      l.addProduct(l.constant, a, x.constant);
       for (auto &[id, t] : x.terms) {
         auto &slot = l.terms[id];
         if (!slot.second.isValid())
           slot.second = t.second;
-        slot.first += a * t.first;
+        l.addProduct(slot.first, a, t.first);
       }
+      if (l.overflow)
+        return sum;
       changed = true;
       break;
     }

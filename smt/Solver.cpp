@@ -16,6 +16,8 @@
 namespace shardproof::smt {
 using detail::ctx;
 
+static unsigned memoryLimitMb = 0; // as last given to Z3 (0: none)
+
 const char *toString(Result r) {
   switch (r) {
   case Result::Unsat: return "unsat";
@@ -30,6 +32,18 @@ std::optional<int64_t> Model::get(const std::string &name) const {
   for (auto &[n, v] : values)
     if (n == name)
       return v;
+  return std::nullopt;
+}
+
+std::optional<int64_t> Model::apply(const std::string &name, const std::vector<int64_t> &args) const {
+  for (auto &[n, f] : functions) {
+    if (n != name)
+      continue;
+    for (auto &[at, v] : f.points)
+      if (at == args)
+        return v;
+    return f.otherwise;
+  }
   return std::nullopt;
 }
 
@@ -68,6 +82,35 @@ static Model extractModel(Z3_context c, Z3_model m) {
       out.values.push_back({Z3_get_symbol_string(c, Z3_get_decl_name(c, d)), x});
   }
   std::sort(out.values.begin(), out.values.end());
+  for (unsigned i = 0, n = Z3_model_get_num_funcs(c, m); i < n; ++i) {
+    Z3_func_decl d = Z3_model_get_func_decl(c, m, i);
+    if (Z3_get_sort_kind(c, Z3_get_range(c, d)) != Z3_INT_SORT)
+      continue;
+    std::string name = Z3_get_symbol_string(c, Z3_get_decl_name(c, d));
+    if (name.find('!') != std::string::npos)
+      continue; // Z3's own helpers (div0!, mod0!)
+    Z3_func_interp fi = Z3_model_get_func_interp(c, m, d);
+    if (!fi)
+      continue;
+    Z3_func_interp_inc_ref(c, fi);
+    Model::Function f;
+    int64_t x;
+    for (unsigned e = 0, ne = Z3_func_interp_get_num_entries(c, fi); e < ne; ++e) {
+      Z3_func_entry en = Z3_func_interp_get_entry(c, fi, e);
+      Z3_func_entry_inc_ref(c, en);
+      std::vector<int64_t> args;
+      bool ok = true;
+      for (unsigned a = 0, na = Z3_func_entry_get_num_args(c, en); a < na; ++a)
+        ok = ok && Z3_get_numeral_int64(c, Z3_func_entry_get_arg(c, en, a), &x) && (args.push_back(x), true);
+      if (ok && Z3_get_numeral_int64(c, Z3_func_entry_get_value(c, en), &x))
+        f.points.push_back({args, x});
+      Z3_func_entry_dec_ref(c, en);
+    }
+    if (Z3_ast els = Z3_func_interp_get_else(c, fi); els && Z3_get_numeral_int64(c, els, &x))
+      f.otherwise = x;
+    Z3_func_interp_dec_ref(c, fi);
+    out.functions.push_back({name, std::move(f)});
+  }
   return out;
 }
 
@@ -111,7 +154,7 @@ static Z3_lbool checkWithDeadline(Z3_context c, Z3_solver s, unsigned timeoutMs,
       return;
     fired = true;
     while (!done) {
-      Z3_interrupt(c);
+      Z3_solver_interrupt(c, s);
       cv.wait_for(lock, std::chrono::milliseconds(5), [&] { return done; });
     }
   });
@@ -144,6 +187,25 @@ CheckResult Solver::run(const std::string &name, const Expr &formula) {
     }
   dump(name, formula);
   auto t0 = std::chrono::steady_clock::now();
+  // The per-query timeout, cut down to what the total budget has left.
+  unsigned timeoutMs = timeoutMs_;
+  bool budgetBound = false;
+  if (deadline_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - t0).count();
+    if (left <= 0) {
+      r.result = Result::Unknown;
+      r.reason = budgetMessage();
+      if (firstCut_.empty())
+        firstCut_ = name;
+      ++st.unknown;
+      return r;
+    }
+    if (static_cast<unsigned long long>(left) < timeoutMs) {
+      timeoutMs = static_cast<unsigned>(left);
+      budgetBound = true;
+    }
+  }
+  detail::resetMemoryOut();
   Z3_context c = ctx();
   Z3_solver s = Z3_mk_solver(c);
   Z3_solver_inc_ref(c, s);
@@ -151,11 +213,12 @@ CheckResult Solver::run(const std::string &name, const Expr &formula) {
     Z3_solver_assert(c, s, a.raw());
   Z3_solver_assert(c, s, formula.raw());
   bool timedOut = false;
-  Z3_lbool res = checkWithDeadline(c, s, timeoutMs_, timedOut);
+  Z3_lbool res = checkWithDeadline(c, s, timeoutMs, timedOut);
+  bool memoryOut = detail::memoryOut();
   if (res == Z3_L_FALSE) {
     r.result = Result::Unsat;
     ++st.unsat;
-  } else if (res == Z3_L_TRUE) {
+  } else if (res == Z3_L_TRUE && !memoryOut) {
     r.result = Result::Sat;
     Z3_model m = Z3_solver_get_model(c, s);
     Z3_model_inc_ref(c, m);
@@ -164,14 +227,41 @@ CheckResult Solver::run(const std::string &name, const Expr &formula) {
     ++st.sat;
   } else {
     r.result = Result::Unknown;
-    r.reason = Z3_solver_get_reason_unknown(c, s);
-    if (timedOut || r.reason == "canceled" || r.reason == "timeout")
+    r.reason = memoryOut ? "" : Z3_solver_get_reason_unknown(c, s);
+    bool memLimit = memoryOut || r.reason.find("memory") != std::string::npos;
+    if (memLimit) {
+      r.reason = "solver memory limit of " + std::to_string(memoryLimitMb) + " MB reached";
+    } else if (timedOut && budgetBound) {
+      r.reason = budgetMessage();
+      if (firstCut_.empty())
+        firstCut_ = name;
+    } else if (timedOut || r.reason == "canceled" || r.reason == "timeout") {
       r.reason = "solver timeout after " + std::to_string(timeoutMs_) + " ms";
+    }
     ++st.unknown;
   }
   Z3_solver_dec_ref(c, s);
   st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+void Solver::setDeadline(std::chrono::steady_clock::time_point deadline, std::string what) {
+  deadline_ = deadline;
+  budgetWhat_ = std::move(what);
+}
+
+bool Solver::pastDeadline() const { return deadline_ && std::chrono::steady_clock::now() >= *deadline_; }
+
+std::string Solver::budgetMessage() const { return deadline_ ? budgetWhat_ + " exhausted" : ""; }
+
+void Solver::setMemoryLimitMb(unsigned mb) {
+  // The context and its sorts first: made under a cap already exceeded, they
+  // would be null.
+  (void)ctx();
+  (void)detail::intSort();
+  (void)detail::boolSort();
+  memoryLimitMb = mb;
+  Z3_global_param_set("memory_max_size", std::to_string(mb).c_str());
 }
 
 CheckResult Solver::check(const std::string &name, const Expr &formula) {

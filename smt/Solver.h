@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,16 @@ const char *toString(Result r);
 /// div0/mod0 functions are filtered out).
 struct Model {
   std::vector<std::pair<std::string, int64_t>> values;
+  /// Uninterpreted integer functions (data values such as token ids): the
+  /// points the model lists, and its value elsewhere when that is a number.
+  struct Function {
+    std::vector<std::pair<std::vector<int64_t>, int64_t>> points;
+    std::optional<int64_t> otherwise;
+  };
+  std::vector<std::pair<std::string, Function>> functions;
   std::optional<int64_t> get(const std::string &name) const;
+  /// The model's value of `name(args)`; nullopt if it does not say.
+  std::optional<int64_t> apply(const std::string &name, const std::vector<int64_t> &args) const;
   std::string str() const;
 };
 
@@ -68,6 +78,18 @@ public:
                const std::vector<std::string> &vars);
 
   void setTimeout(unsigned ms) { timeoutMs_ = ms; }
+  /// A total time budget shared by every later query: each query gets at most
+  /// what is left, and once it is spent queries answer Unknown at once, with
+  /// `what` ("time budget of 60 s") in the reason.
+  void setDeadline(std::chrono::steady_clock::time_point deadline, std::string what);
+  bool pastDeadline() const;
+  /// "time budget of 60 s exhausted"; empty without a deadline.
+  std::string budgetMessage() const;
+  /// The first query the budget cut short, if any.
+  const std::string &firstCutQuery() const { return firstCut_; }
+  /// Caps the memory Z3 may use, process-wide (0: no cap). A query that hits
+  /// the cap answers Unknown ("solver memory limit of N MB reached").
+  static void setMemoryLimitMb(unsigned mb);
   /// Write every query as an SMT-LIB file into `dir` (created if missing).
   void setDumpDir(std::string dir) { dumpDir_ = std::move(dir); }
   const std::map<std::string, QueryStats> &stats() const { return stats_; }
@@ -79,6 +101,8 @@ private:
 
   std::vector<Expr> assumptions_;
   unsigned timeoutMs_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  std::string budgetWhat_, firstCut_;
   std::string dumpDir_;
   unsigned dumpCounter_ = 0;
   std::map<std::string, QueryStats> stats_;

@@ -10,8 +10,10 @@
 #include <CLI/CLI.hpp>
 #include <llvm/Support/raw_ostream.h>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
+#include <sys/resource.h>
 
 using namespace shardproof;
 
@@ -33,6 +35,7 @@ Example:
   shardproof check specs/examples/mlp_tp2.yaml --json report.json
   shardproof infer specs/examples/gpt_tp2.yaml -o gpt_tp2.relations.yaml
   shardproof check specs/examples/gpt_tp2.yaml --relations gpt_tp2.relations.yaml
+  shardproof replay specs/examples/seq_pos_chunk_tp3.yaml
 
 )";
 
@@ -41,9 +44,11 @@ const char *kExitCodes = R"(Exit codes:
   1  REFUTED   a concrete counterexample (sizes, rank, index) was found
   2  UNKNOWN   could not decide (unsupported op, solver limit); the reason is printed
   3  bad input (missing/corrupt file, bad YAML, unknown tensor name, ...)
-  4  internal error (a bug in shardproof; please report it)
+  4  internal error (a bug in shardproof; please report it), including
+     check --sample finding execution disagree with a VERIFIED proof
   5  relations changed: VERIFIED, but check --relations found a tensor whose
-     relation differs from the recorded file (REFUTED/UNKNOWN keep 1/2))";
+     relation differs from the recorded file (REFUTED/UNKNOWN keep 1/2)
+Every error message, its cause and its fix: docs/errors.md)";
 
 const char *kCheckFooter = R"(
 The report: a table of the relation found for every reference tensor, the
@@ -79,6 +84,32 @@ Examples:
 
 )";
 
+const char *kReplayFooter = R"(
+Runs the check; for every refuted output or size condition it then shows what
+executing at the counterexample's sizes gives: the reference graph run by the
+built-in interpreter and the rank graphs' element maps (collectives simulated),
+on seeded random inputs and weights related as the spec says (a replicated
+weight is the same on every rank, a shard is the rank's slice of the reference
+tensor). It prints the two numbers that differ at the reported index, or the
+sizes that differ, and says plainly when execution could not confirm the
+mismatch.
+
+Examples:
+  shardproof replay specs/examples/seq_pos_chunk_tp3.yaml
+  shardproof check specs/examples/mlp_no_allreduce.yaml --witness
+  shardproof check specs/examples/seq_chunk_tp3.yaml --sample 5
+
+)";
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+long peakRssKiB() {
+  struct rusage ru {};
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0; // KiB on Linux
+}
+
 int reportError(llvm::Error e) {
   auto taken = takeError(std::move(e));
   llvm::errs() << "shardproof: " << taken.text << "\n";
@@ -92,15 +123,25 @@ struct CheckArgs {
   std::string relationsIn;  // check --relations: compare with this file
   std::string relationsOut; // infer -o: write the relations here
   unsigned timeoutMs = 10000;
+  unsigned samples = 0;  // --sample N
+  uint64_t seed = 1;     // --seed
+  unsigned memoryMb = 0;
+  double timeBudget = -1; // seconds; < 0: none
   bool quiet = false, noTable = false, stats = false;
+  bool witness = false; // --witness, and the replay subcommand
 };
 
 // `check` and `infer` run the same verification; `infer` then writes the
 // relation file, `check --relations` compares with one.
 int run(const CheckArgs &a, bool infer) {
+  auto tLoad = std::chrono::steady_clock::now();
   auto spec = spec::loadSpec(a.spec);
   if (!spec)
     return reportError(spec.takeError());
+  // An output that cannot be written fails now, not after a long check.
+  for (const std::string *out : {&a.json, &a.relationsOut})
+    if (auto e = report::checkWritable(*out))
+      return reportError(std::move(e));
   // Read the recorded relations before the (long) check, so a bad file fails fast.
   std::optional<report::RelationFile> recorded;
   if (!a.relationsIn.empty()) {
@@ -124,22 +165,40 @@ int run(const CheckArgs &a, bool infer) {
       return reportError(g.takeError());
     ranks.push_back(std::move(*g));
   }
+  double loadSeconds = secondsSince(tLoad);
   relation::Options opts;
   opts.solverTimeoutMs = a.timeoutMs;
+  opts.solverMemoryMb = a.memoryMb;
+  if (a.timeBudget >= 0)
+    opts.timeBudgetSeconds = a.timeBudget;
   opts.smtDumpDir = a.smtDump;
+  opts.samples = a.samples;
+  opts.sampleSeed = a.seed;
   auto result = relation::verify(*ref, ranks, *spec, opts);
   if (!result)
     return reportError(result.takeError());
   report::Context ctx{a.spec, spec->reference, spec->rankPaths};
+  auto tReport = std::chrono::steady_clock::now();
   if (!a.quiet) {
     report::TextOptions t;
     t.showTable = !a.noTable;
-    t.showStats = a.stats;
     report::printText(llvm::outs(), *result, ctx, t);
   } else {
     llvm::outs() << relation::toString(result->verdict) << ": " << result->reason << "\n";
   }
+  if (a.witness)
+    report::printReplay(llvm::outs(), *result);
+  bool disagree = result->sample && !result->sample->disagreements.empty();
+  if (result->sample && (!a.quiet || disagree))
+    report::printSample(disagree ? llvm::errs() : llvm::outs(), *result->sample);
   llvm::outs().flush();
+  result->stats.loadSeconds = loadSeconds;
+  result->stats.reportSeconds = secondsSince(tReport);
+  result->stats.peakRssKiB = peakRssKiB();
+  if (a.stats) {
+    report::printStats(llvm::outs(), result->stats);
+    llvm::outs().flush();
+  }
   if (!a.json.empty())
     if (auto e = report::writeFileAtomically(a.json, report::toJson(*result, ctx)))
       return reportError(std::move(e));
@@ -150,6 +209,8 @@ int run(const CheckArgs &a, bool infer) {
       llvm::outs() << "wrote " << report::recordedEntries(*result).size() << " relations to " << a.relationsOut
                    << "\n";
   }
+  if (disagree)
+    return kExitInternal; // proof and execution disagree: never trust either silently
   if (!recorded)
     return report::exitCode(result->verdict);
   report::RelationDiff diff = report::diffRelations(*recorded, *result);
@@ -169,11 +230,30 @@ int main(int argc, char **argv) {
   auto addCommon = [](CLI::App *cmd, CheckArgs &a) {
     cmd->add_option("spec", a.spec, "The YAML spec (paths in it are relative to it)")->required();
     cmd->add_option("--json", a.json, "Also write the report as JSON to this file");
-    cmd->add_option("--timeout-ms", a.timeoutMs, "Solver timeout per query, in milliseconds (a timeout gives UNKNOWN)")
+    cmd->add_option("--solver-timeout,--timeout-ms", a.timeoutMs,
+                    "Solver timeout per query, in milliseconds (a timeout gives UNKNOWN)")
         ->capture_default_str();
+    cmd->add_option("--solver-memory", a.memoryMb,
+                    "Memory the solver may use, in MB (0: no limit; reaching it gives UNKNOWN)")
+        ->capture_default_str();
+    cmd->add_option("--time-budget", a.timeBudget,
+                    "Wall time for the whole check, in seconds; what is left unchecked when it runs out "
+                    "gives UNKNOWN naming the budget and where it stopped (default: none)")
+        ->check(CLI::Validator(
+            [](std::string &v) {
+              double x = -1;
+              try {
+                x = std::stod(v);
+              } catch (...) {
+              }
+              return x >= 0 ? std::string() : "must be a number of seconds, 0 or more; got '" + v + "'";
+            },
+            "SECONDS"));
     cmd->add_option("--smt-dump", a.smtDump, "Write every solver query as an SMT-LIB file into this directory");
     cmd->add_flag("-q,--quiet", a.quiet, "Print only the verdict line");
-    cmd->add_flag("--stats", a.stats, "Print node, solver and timing figures");
+    cmd->add_flag("--stats", a.stats,
+                  "After the report, print node, class, relation and solver counts, the time of each phase "
+                  "and the peak memory (also in --json)");
   };
 
   CheckArgs check;
@@ -184,6 +264,20 @@ int main(int argc, char **argv) {
   cmd->add_option("--relations", check.relationsIn,
                   "Compare the relations found with this file (from `shardproof infer`); exit 5 if they "
                   "differ and the verdict is VERIFIED");
+
+  cmd->add_flag("--witness", check.witness,
+                "Also print the replay of each counterexample (as `shardproof replay` does)");
+  cmd->add_option("--sample", check.samples,
+                  "After VERIFIED, also execute both sides at N random admissible sizes and compare every output "
+                  "element; a disagreement is an internal error (exit 4)");
+  cmd->add_option("--seed", check.seed, "Seed for the sizes --sample draws")->capture_default_str();
+
+  CheckArgs replayArgs;
+  replayArgs.witness = true;
+  replayArgs.noTable = true;
+  auto *replay = app.add_subcommand("replay", "Check, then execute each counterexample and print the two numbers");
+  replay->footer(std::string(kReplayFooter) + kExitCodes);
+  addCommon(replay, replayArgs);
 
   // The file holds the table, so infer does not print it too.
   CheckArgs inferArgs;
@@ -215,5 +309,7 @@ int main(int argc, char **argv) {
   }
   if (*infer)
     return run(inferArgs, /*infer=*/true);
+  if (*replay)
+    return run(replayArgs, /*infer=*/false);
   return run(check, /*infer=*/false);
 }

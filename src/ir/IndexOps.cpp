@@ -120,8 +120,12 @@ llvm::Expected<Shape> shapeFromValues(const OpInputs &in, unsigned i, const char
   if (!vals)
     return vals.takeError();
   Shape s;
-  for (auto &v : *vals)
+  for (auto &v : *vals) {
+    if (auto c = v.asInt(); c && *c < 0)
+      return userError("node " + describe(in.node) + ": " + what + " has negative size " + std::to_string(*c) +
+                       " on axis " + std::to_string(s.rank()));
     s.dims.push_back(v);
+  }
   return s;
 }
 

@@ -54,6 +54,9 @@ llvm::Expected<OpResult> inferReshape(const OpInputs &in) {
         return userError("node " + describe(in.node) + ": more than one -1 in the target shape");
       minusOne = static_cast<int>(d);
       out.dims.push_back(Expr::intConst(1));
+    } else if (v && *v < -1) {
+      return userError("node " + describe(in.node) + ": the target shape has negative size " + std::to_string(*v) +
+                       " on axis " + std::to_string(d) + " (only -1, 'infer this size', is allowed)");
     } else if (v && *v == 0 && !allowZero) {
       if (d >= s.rank())
         return userError("node " + describe(in.node) + ": 0 in target shape beyond the input rank");

@@ -20,6 +20,9 @@ namespace {
 
 std::string normalizeDomain(const std::string &d) { return d == "ai.onnx" ? std::string() : d; }
 
+// The newest opset of the default domain in an ONNX release (ONNX 1.18).
+constexpr int64_t kNewestOnnxOpset = 23;
+
 class Builder {
 public:
   Builder(const std::string &file, const LoadOptions &opts) : file_(file), opts_(opts) { g_.path = file; }
@@ -27,8 +30,14 @@ public:
   llvm::Expected<Graph> build(const onnx::ModelProto &m) {
     if (!m.has_graph())
       return err("the model has no graph");
-    for (auto &op : m.opset_import())
-      g_.opsets[normalizeDomain(op.domain())] = op.version();
+    for (auto &op : m.opset_import()) {
+      std::string domain = normalizeDomain(op.domain());
+      // A version no ONNX release has is a broken file, not a newer model.
+      if (domain.empty() && (op.version() < 1 || op.version() > kNewestOnnxOpset))
+        return err("imports opset " + std::to_string(op.version()) +
+                   " of the default ONNX domain; ONNX releases define opsets 1 to " + std::to_string(kNewestOnnxOpset));
+      g_.opsets[domain] = op.version();
+    }
     const onnx::GraphProto &gp = m.graph();
     g_.name = gp.name();
 
@@ -121,6 +130,11 @@ private:
         return llvm::Error::success(); // partially known intermediate shape: ignore it
       }
     }
+    // No tensor holds more elements than an int64 counts: such a size is corrupt.
+    int64_t count = 1;
+    for (const auto &d : s.dims)
+      if (auto c = d.asInt(); c && __builtin_mul_overflow(count, *c, &count))
+        return err("tensor '" + vi.name() + "' has sizes whose element count overflows int64 (" + s.str() + ")");
     v.declared = s;
     return llvm::Error::success();
   }
@@ -192,6 +206,14 @@ private:
     node.name = np.name().empty() ? np.op_type() + "_" + std::to_string(fileIdx) : np.name();
     node.opType = np.op_type();
     node.domain = normalizeDomain(np.domain());
+    if (!node.domain.empty() && !g_.opsets.count(node.domain)) {
+      std::string imported;
+      for (auto &[d, v] : g_.opsets)
+        imported += std::string(imported.empty() ? "" : ", ") + "'" + (d.empty() ? "ai.onnx" : d) + "'";
+      return err("node " + describe(np, fileIdx) + " is in domain '" + node.domain +
+                 "', which the model does not import (opset_import lists " + (imported.empty() ? "nothing" : imported) +
+                 ")");
+    }
     for (auto &a : np.attribute()) {
       auto attr = convertAttribute(a, file_ + ": node '" + node.name + "'");
       if (!attr)

@@ -71,6 +71,13 @@ static void decodeRaw(const char *p, DType t, ir::TensorData &out) {
   }
 }
 
+static std::string joinDims(const std::vector<int64_t> &dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s;
+}
+
 llvm::Expected<std::shared_ptr<const ir::TensorData>> convertTensor(const onnx::TensorProto &t,
                                                                    const std::string &where) {
   auto out = std::make_shared<ir::TensorData>();
@@ -86,21 +93,20 @@ llvm::Expected<std::shared_ptr<const ir::TensorData>> convertTensor(const onnx::
     if (d < 0)
       return userError(where + ": negative dimension " + std::to_string(d));
     out->dims.push_back(d);
-    n *= d;
   }
+  // The element count must be a number before anything is sized by it.
+  for (auto d : t.dims())
+    if (__builtin_mul_overflow(n, d, &n))
+      return userError(where + ": the element count of dims [" + joinDims(out->dims) + "] overflows int64");
   bool floating = ir::isFloating(out->dtype);
-  if (floating)
-    out->floats.reserve(n);
-  else
-    out->ints.reserve(n);
 
   if (t.has_raw_data()) {
     const std::string &raw = t.raw_data();
     size_t eb = elementBytes(out->dtype);
-    if (raw.size() != eb * static_cast<size_t>(n))
+    if (static_cast<uint64_t>(n) > raw.size() / eb || raw.size() != eb * static_cast<size_t>(n))
       return userError(where + ": raw_data holds " + std::to_string(raw.size()) + " bytes, but " +
                        std::to_string(n) + " elements of " + ir::toString(out->dtype) + " need " +
-                       std::to_string(eb * n));
+                       std::to_string(eb) + " bytes each");
     for (int64_t i = 0; i < n; ++i)
       decodeRaw(raw.data() + i * eb, out->dtype, *out);
     return out;
@@ -129,13 +135,7 @@ llvm::Expected<std::shared_ptr<const ir::TensorData>> convertTensor(const onnx::
   }
   int64_t have = floating ? static_cast<int64_t>(out->floats.size()) : static_cast<int64_t>(out->ints.size());
   if (have != n)
-    return userError(where + ": holds " + std::to_string(have) + " values but its dims [" +
-                     [&] {
-                       std::string s;
-                       for (size_t i = 0; i < out->dims.size(); ++i)
-                         s += (i ? ", " : "") + std::to_string(out->dims[i]);
-                       return s;
-                     }() +
+    return userError(where + ": holds " + std::to_string(have) + " values but its dims [" + joinDims(out->dims) +
                      "] need " + std::to_string(n));
   return out;
 }

@@ -68,6 +68,26 @@ void Session::checkObligations() {
       for (auto &n : symbolNames())
         if (auto v = m.get(n))
           cex.sizes.push_back({n, *v});
+      // Confirmed by evaluation, not only by the solver's model.
+      std::string data; // data values (token ids) the condition read
+      auto apps = [&](const std::string &fn, const std::vector<int64_t> &args) {
+        auto v = m.apply(fn, args);
+        if (v) {
+          std::string at;
+          for (auto a : args)
+            at += (at.empty() ? "" : ", ") + std::to_string(a);
+          std::string shown = fn.rfind("val:", 0) == 0 ? fn.substr(4) : fn;
+          std::string item = shown + "[" + at + "] = " + std::to_string(*v);
+          if (data.find(item) == std::string::npos)
+            data += (data.empty() ? " where " : ", ") + item;
+        }
+        return v;
+      };
+      if (po.obl.cond.eval([&](const std::string &n) { return m.get(n); }, apps) == std::optional<int64_t>(0)) {
+        cex.replayed = true;
+        std::string cond = po.obl.cond.str();
+        cex.replay = (cond.size() <= 100 ? "'" + cond + "'" : std::string("the condition")) + " evaluates to false" + data;
+      }
       f.cex = cex;
       // The reference itself breaking means the spec admits sizes the model does
       // not support: we cannot judge the implementation there.
@@ -140,6 +160,16 @@ outputSides(Session &S, const std::string &name, const spec::Placement &pl) {
   }
   Shape os = s0;
   os.dims[axis] = off[P];
+  if (pl.split == spec::Placement::Split::PadToMultiple) {
+    // Rows past the reference's length are pad: when the shards hold exactly
+    // the padded length, the claim is about the first n rows only; any other
+    // length stays a shape mismatch.
+    auto refId = S.ref.find(name);
+    if (refId && S.refValues[*refId].shape && S.refValues[*refId].shape->rank() == os.rank()) {
+      Expr n = S.refValues[*refId].shape->dims[axis];
+      os.dims[axis] = ite(off[P] == paddedLength(pl, n), n, off[P]).simplify();
+    }
+  }
   out.push_back({-1, {t, os}});
   return out;
 }
@@ -153,6 +183,11 @@ llvm::Expected<OutputResult> Session::checkClaim(int id, const spec::Placement &
   OutputResult res;
   res.tensor = name;
   const ValueInfo &v = refValues[id];
+  if (solver.pastDeadline()) {
+    res.verdict = Verdict::Unknown;
+    res.detail = solver.budgetMessage() + " before '" + name + "' was checked";
+    return res;
+  }
   if (!v.term) {
     res.verdict = Verdict::Unknown;
     res.detail = v.unsupported.empty() ? "no element map for the reference output" : v.unsupported;
@@ -162,7 +197,7 @@ llvm::Expected<OutputResult> Session::checkClaim(int id, const spec::Placement &
   if (!sides) {
     auto taken = takeError(sides.takeError());
     if (taken.kind == ErrorKind::User)
-      return userError(taken.text);
+      return userError(taken.message, taken.loc);
     res.verdict = Verdict::Unknown;
     res.detail = taken.text;
     return res;
@@ -196,8 +231,7 @@ llvm::Expected<OutputResult> Session::checkClaim(int id, const spec::Placement &
       if (!p.proved()) {
         shapeOk = false;
         res.verdict = p.status == smt::Proof::Refuted ? Verdict::Refuted : Verdict::Unknown;
-        res.detail = "dim " + std::to_string(d) + " is " + side.second.dims[d].str() + " on the implementation, " +
-                     shape.dims[d].str() + " on the reference";
+        std::string impl = side.second.dims[d].str(), want = shape.dims[d].str();
         if (p.status == smt::Proof::Refuted) {
           // The smallest sizes where the shapes differ.
           Counterexample cex;
@@ -208,7 +242,24 @@ llvm::Expected<OutputResult> Session::checkClaim(int id, const spec::Placement &
             if (auto v = m.get(n))
               cex.sizes.push_back({n, *v});
           sizesCex = cex;
+          // Long size formulas (clamped slice bounds) read better as numbers.
+          auto env = [&](const std::string &n) { return m.get(n); };
+          auto at = [&](const Expr &e, std::string &out) {
+            if (out.size() <= 60)
+              return;
+            if (auto v = e.eval(env))
+              out = std::to_string(*v) + " (at " + cex.str() + ")";
+          };
+          at(side.second.dims[d], impl);
+          at(shape.dims[d], want);
+          auto iv = side.second.dims[d].eval(env), rv = shape.dims[d].eval(env);
+          if (iv && rv && *iv != *rv) {
+            sizesCex->replayed = true;
+            sizesCex->replay = "dim " + std::to_string(d) + " is " + std::to_string(*iv) +
+                               " on the implementation, " + std::to_string(*rv) + " on the reference";
+          }
         }
+        res.detail = "dim " + std::to_string(d) + " is " + impl + " on the implementation, " + want + " on the reference";
       }
     }
     if (!shapeOk) {

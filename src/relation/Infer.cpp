@@ -119,6 +119,14 @@ static std::vector<std::string> nearbyRankNodes(Session &S, const Term &t, const
   return out;
 }
 
+// Solver queries that ended Unknown so far (timeouts, memory, the budget).
+static unsigned unknownQueries(const smt::Solver &s) {
+  unsigned n = 0;
+  for (auto &[_, st] : s.stats())
+    n += st.unknown;
+  return n;
+}
+
 llvm::Error Session::inferReference() {
   for (int id : ref.inputs) {
     RelationRow row;
@@ -139,7 +147,17 @@ llvm::Error Session::inferReference() {
   }
   bool reportedUnresolved = false;
   for (const Node &n : ref.nodes) {
+    if (solver.pastDeadline()) {
+      std::string cut = solver.firstCutQuery().empty() ? "" : "; solver query '" + solver.firstCutQuery() + "' was cut short";
+      result.failures.push_back({Failure::SolverUnknown,
+                                 solver.budgetMessage() + " at reference node " + describe(n) +
+                                     (n.modulePath().empty() ? "" : " in module " + n.modulePath()) + cut +
+                                     "; it and the nodes after it were not checked",
+                                 n.name, n.opType, n.modulePath(), "", {}, std::nullopt});
+      break;
+    }
     ++result.stats.refNodes;
+    const unsigned unknownBefore = unknownQueries(solver);
     if (const OpDef *d = lookupOp(n.domain, n.opType); d && d->cls == OpClass::Collective)
       return userError("reference model " + ref.path + " contains the collective " + describe(n) +
                        "; the reference must be the single-device model");
@@ -214,15 +232,19 @@ llvm::Error Session::inferReference() {
                                   describe(n) + "; the element below has no counterpart on any rank"
                             : "no rank tensor computes reference tensor '" + ref.values[o].name + "' of " +
                                   describe(n);
+        // A solver limit here means the search may have missed the counterpart.
+        if (unknownQueries(solver) > unknownBefore)
+          f.message += " (a solver query for this node was cut short: " + prover.unknownReason() + ")";
         if (region)
           f.cex = makeCounterexample(region->first, ref.values[o].name, -1, *v.shape, region->second, nullptr);
         if (auto in = unreducedInput(*this, n)) {
-          const Node &producer = ref.nodes[ref.values[*in].producer];
-          // The missing (or misplaced) reduction belongs to the producer's module.
           f.message += "; its input '" + ref.values[*in].name + "' is a sum of the ranks' partial results (" +
                        render(refValues[*in].term) +
                        ") and no rank tensor holds that sum: the reduction is missing or reduces something else";
-          f.module = producer.modulePath();
+          // The missing (or misplaced) reduction belongs to the producer's module;
+          // a graph input placed `partial` has no producer: the failure stays here.
+          if (int p = ref.values[*in].producer; p >= 0)
+            f.module = ref.nodes[p].modulePath();
         }
         result.failures.push_back(f);
       }

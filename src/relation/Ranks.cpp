@@ -150,6 +150,11 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
     return llvm::Error::success();
   }
   if (op == "ReduceScatter") {
+    // Every rank receives an equal chunk: the length must divide (NCCL's rule).
+    S.obligations.push_back({{"world_size " + std::to_string(P) + " divides axis " + std::to_string(axis) +
+                                  " of the input to " + describe(n0),
+                              mod(s0.dims[axis], Expr::intConst(P)) == Expr::intConst(0)},
+                             0, n0.name, n0.modulePath()});
     Expr chunk = floorDiv(s0.dims[axis], Expr::intConst(P));
     Shape os = s0;
     os.dims[axis] = chunk;

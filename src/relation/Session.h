@@ -52,6 +52,13 @@ struct Session {
   int worldSize() const { return static_cast<int>(ranks.size()); }
   std::string rankFile(int r) const { return ranks[r].path; }
 
+  /// Rank-only dims bound by the spec's placements, per rank (RankSymbols.cpp).
+  std::vector<std::map<std::string, smt::Expr>> rankDims;
+
+  // RankSymbols.cpp
+  llvm::Error bindRankSymbols();
+  /// Declared shape of a rank graph's value with its rank-only dims bound.
+  std::optional<ir::Shape> rankShapeOf(int r, int id) const;
   // World.cpp
   llvm::Error setupSymbols();
   llvm::Error bindInputs();
@@ -103,7 +110,19 @@ struct Session {
   /// nullopt if some node cannot be evaluated or a tensor is too large.
   std::optional<std::vector<double>> runReference(int outputId, const std::map<std::string, int64_t> &sizes);
   std::vector<std::string> symbolNames() const;
+  /// check --sample: executes the reference graph and the rank side of every
+  /// output at random admissible sizes and compares (Replay.cpp).
+  void sampleCheck();
 };
+
+/// Shard r's size of an axis of length n under the placement's split policy
+/// (nullopt: not given), pushing the conditions the policy needs.
+std::optional<smt::Expr> policySize(const spec::Placement &p, const smt::Expr &n, int r, int world,
+                                    std::vector<ir::Obligation> &obl, const std::string &tensor);
+/// A graph value's declared shape (initializers: their dims); nullopt if none.
+std::optional<ir::Shape> declaredShape(const ir::Graph &g, int id);
+/// The length the shards of an axis of length n add up to (padded or n).
+smt::Expr paddedLength(const spec::Placement &p, const smt::Expr &n);
 
 /// The implementation side of a claim about reference tensor `name`: one term
 /// per rank for `replicated`, else one term (rank -1) (Check.cpp).

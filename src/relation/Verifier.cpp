@@ -1,6 +1,7 @@
 // Entry point: runs the phases in order.
 #include "Session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -21,28 +22,78 @@ std::string Counterexample::str() const {
   return os.str();
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The solver's per-kind figures, largest total time first.
+void solverStats(const smt::Solver &solver, Stats &st) {
+  for (auto &[name, q] : solver.stats()) {
+    unsigned n = q.unsat + q.sat + q.unknown + q.error + q.trivial;
+    st.queries.push_back({name, n, q.seconds});
+    st.solverSeconds += q.seconds;
+  }
+  std::stable_sort(st.queries.begin(), st.queries.end(),
+                   [](const QueryKindStats &a, const QueryKindStats &b) { return a.seconds > b.seconds; });
+}
+
+} // namespace
+
 llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, const spec::Spec &spec,
                               const Options &opts) {
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = Clock::now();
   if (static_cast<int>(ranks.size()) != spec.worldSize)
     return userError("spec says world_size " + std::to_string(spec.worldSize) + " but " +
                      std::to_string(ranks.size()) + " rank models were given");
   Session S(ref, ranks, spec, opts);
+  Stats &st = S.result.stats;
   if (!opts.smtDumpDir.empty())
     S.solver.setDumpDir(opts.smtDumpDir);
+  smt::Solver::setMemoryLimitMb(opts.solverMemoryMb);
+  if (opts.timeBudgetSeconds) {
+    std::ostringstream what;
+    what << "time budget of " << *opts.timeBudgetSeconds << " s";
+    auto budget = std::chrono::duration<double>(std::max(0.0, *opts.timeBudgetSeconds));
+    S.solver.setDeadline(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget), what.str());
+  }
+  // The phases up to the reference walk report input errors, so they run even
+  // past the deadline (their solver queries then answer Unknown at once).
+  if (auto e = S.bindRankSymbols())
+    return std::move(e);
   if (auto e = S.setupSymbols())
     return std::move(e);
   if (auto e = S.bindInputs())
     return std::move(e);
   if (auto e = S.buildRanks())
     return std::move(e);
+  st.worldSeconds = since(t0);
+  auto t1 = Clock::now();
   if (auto e = S.inferReference())
     return std::move(e);
-  S.checkObligations();
+  st.inferSeconds = since(t1);
+  auto t2 = Clock::now();
+  if (!S.solver.pastDeadline())
+    S.checkObligations();
   if (auto e = S.checkOutputs())
     return std::move(e);
   S.decide();
-  S.result.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (S.result.verdict == Verdict::Unknown && S.solver.pastDeadline()) {
+    // The budget is why: say so first, with what it cut short.
+    const std::string budget = S.solver.budgetMessage();
+    auto byBudget = [&](const Failure &f) { return f.message.find(budget) != std::string::npos; };
+    if (std::none_of(S.result.failures.begin(), S.result.failures.end(), byBudget))
+      S.result.failures.push_back({Failure::SolverUnknown, budget + " before the check finished", "", "", "", "", {},
+                                   std::nullopt});
+    std::stable_partition(S.result.failures.begin(), S.result.failures.end(), byBudget);
+    S.result.reason = S.result.failures.front().message;
+  }
+  st.checkSeconds = since(t2);
+  if (opts.samples > 0 && S.result.verdict == Verdict::Verified)
+    S.sampleCheck();
+  solverStats(S.solver, st);
+  st.seconds = since(t0);
   return std::move(S.result);
 }
 

@@ -23,16 +23,18 @@ std::vector<std::string> Session::symbolNames() const {
     names.insert(s.name);
   // Only graph inputs bind symbols: the shapes exporters declare on outputs
   // carry invented names ("Addy_dim_2") that are derived, not free.
-  auto collect = [&](const Graph &g) {
-    for (int id : g.inputs)
-      if (auto &d = g.values[id].declared)
+  for (int id : ref.inputs)
+    if (auto &d = ref.values[id].declared)
+      for (auto &dim : d->dims)
+        for (auto &n : dim.vars())
+          names.insert(n);
+  // Rank graphs after their rank-only dims were bound (RankSymbols.cpp).
+  for (int r = 0; r < worldSize(); ++r)
+    for (int id : ranks[r].inputs)
+      if (auto d = rankShapeOf(r, id))
         for (auto &dim : d->dims)
           for (auto &n : dim.vars())
             names.insert(n);
-  };
-  collect(ref);
-  for (auto &g : ranks)
-    collect(g);
   return {names.begin(), names.end()};
 }
 
@@ -110,49 +112,10 @@ ValueInfo Session::constantValue(const std::string &name, const std::shared_ptr<
   return v;
 }
 
-static std::optional<Shape> shapeOf(const Graph &g, int id) {
-  const Value &v = g.values[id];
-  if (v.declared)
-    return v.declared;
-  if (v.init) {
-    Shape s;
-    for (auto d : v.init->dims)
-      s.dims.push_back(Expr::intConst(d));
-    return s;
-  }
-  return std::nullopt;
-}
 
 static bool isSource(const Graph &g, int id) { return g.values[id].producer < 0; }
 
 static std::string shardSizeName(const std::string &tensor, int r) { return tensor + "@" + std::to_string(r); }
-
-// Size of shard r of an axis of length n under a split policy; nullopt: unchecked.
-static std::optional<Expr> policySize(const spec::Placement &p, const Expr &n, int r, int world,
-                                      std::vector<ir::Obligation> &obl, const std::string &tensor) {
-  Expr P = Expr::intConst(world);
-  using S = spec::Placement::Split;
-  switch (p.split) {
-  case S::Even:
-    obl.push_back({"axis " + std::to_string(p.axis) + " of '" + tensor + "' divides evenly by world_size " +
-                       std::to_string(world) + " (split: even)",
-                   mod(n, P) == Expr::intConst(0)});
-    return floorDiv(n, P);
-  case S::Chunk: {
-    Expr c = ceilDiv(n, P);
-    return max(Expr::intConst(0), min(c, n - c * r));
-  }
-  case S::TensorSplit:
-    return floorDiv(n, P) + ite(Expr::intConst(r) < mod(n, P), Expr::intConst(1), Expr::intConst(0));
-  case S::Sizes:
-    if (r < static_cast<int>(p.sizes.size()))
-      return p.sizes[r];
-    return std::nullopt;
-  case S::Unspecified:
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
 
 // `*` matches any run of characters (a layer number, a module path).
 static bool globMatch(const char *p, const char *s) {
@@ -229,7 +192,7 @@ llvm::Error Session::bindInputs() {
       return userError("spec input '" + name + "' is not an input or initializer of the reference model " +
                            ref.path + didYouMean(name, refSources()),
                        pl.loc);
-    auto refShape = shapeOf(ref, *refId);
+    auto refShape = declaredShape(ref, *refId);
     if (!refShape)
       return userError("reference input '" + name + "' has no declared shape", pl.loc);
     bound.insert(name);
@@ -242,7 +205,7 @@ llvm::Error Session::bindInputs() {
         return userError("rank " + std::to_string(r) + " (" + ranks[r].path + ") has no input or initializer '" +
                              rn + "' for spec input '" + name + "'" + didYouMean(rn, rankNames(r)),
                          pl.loc);
-      auto s = shapeOf(ranks[r], *id);
+      auto s = rankShapeOf(r, *id);
       if (!s)
         return userError("rank " + std::to_string(r) + ": input '" + rn + "' has no declared shape", pl.loc);
       rankIds[r] = *id;
@@ -254,7 +217,8 @@ llvm::Error Session::bindInputs() {
     rv.shape = refShape;
     rv.dtype = ref.values[*refId].dtype;
     IndexVec iv = indexVars("i", static_cast<unsigned>(refShape->rank()));
-    auto sameRankAs = [&](const Shape &s, int r) -> llvm::Error {
+    // Init-captures: clang before 16 cannot capture structured bindings (build-asan uses clang-14).
+    auto sameRankAs = [&, &name = name, &pl = pl](const Shape &s, int r) -> llvm::Error {
       if (s.rank() != refShape->rank())
         return userError("rank " + std::to_string(r) + ": '" + name + "' has rank " + std::to_string(s.rank()) +
                              " but the reference's has rank " + std::to_string(refShape->rank()),
@@ -332,9 +296,13 @@ llvm::Error Session::bindInputs() {
           parts.push_back(rankValues[r][rankIds[r]].term);
         rv.term = mkAdd(parts);
       } else {
+        // Under pad_to_multiple the shards hold the padded length; rows past
+        // the reference's are pad, which no reference element reads.
+        Expr whole = paddedLength(pl, refShape->dims[axis]);
         obligations.push_back({{"the shards of '" + name + "' add up to its reference size along axis " +
-                                    std::to_string(axis),
-                                off == refShape->dims[axis]},
+                                    std::to_string(axis) +
+                                    (pl.split == spec::Placement::Split::PadToMultiple ? " (padded)" : ""),
+                                off == whole},
                                -1, "", ""});
         Term t;
         for (int r = P - 1; r >= 0; --r) {
@@ -389,7 +357,7 @@ llvm::Error Session::bindInputs() {
     for (int id : g.inputs) {
       if (rankValues[r][id].term)
         continue;
-      auto s = shapeOf(g, id);
+      auto s = rankShapeOf(r, id);
       if (!s)
         return userError("rank " + std::to_string(r) + ": input '" + g.values[id].name + "' has no declared shape",
                          spec.ranksLoc);
@@ -481,7 +449,7 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
       return llvm::Error::success();
     }
     if (rank < 0)
-      return userError("reference model " + g.path + ": " + taken.text);
+      return userError("reference model " + g.path + ": " + taken.message, taken.loc);
     // A rank graph that cannot run at any admissible size is a broken
     // implementation (a collective on the wrong axis makes the next MatMul
     // mismatch): an obligation that always fails, so REFUTED with sizes.

@@ -18,7 +18,9 @@ static json::Value cexJson(const Counterexample &c) {
                  {"expected", c.expected}, {"actual", c.actual}, {"replayed", c.replayed}};
   if (c.rank >= 0)
     o["rank"] = c.rank;
-  if (c.replayed) {
+  if (!c.replay.empty())
+    o["replay"] = c.replay;
+  else if (c.replayed) {
     o["expected_value"] = c.expectedValue;
     o["actual_value"] = c.actualValue;
   }
@@ -63,10 +65,19 @@ std::string toJson(const Result &r, const Context &ctx) {
   json::Array ranks;
   for (auto &p : ctx.rankPaths)
     ranks.push_back(p);
-  json::Object stats{{"reference_nodes", r.stats.refNodes}, {"rank_nodes", r.stats.rankNodes},
-                     {"classes", r.stats.classes}, {"matches", r.stats.matches},
-                     {"solver_queries", r.stats.solverQueries}, {"cache_hits", r.stats.cacheHits},
-                     {"seconds", r.stats.seconds}};
+  const Stats &st = r.stats;
+  json::Array queries;
+  for (auto &q : st.queries)
+    queries.push_back(json::Object{{"name", q.name}, {"count", q.count}, {"seconds", q.seconds}});
+  json::Object phases{{"load", st.loadSeconds},   {"build_world", st.worldSeconds},
+                      {"inference", st.inferSeconds}, {"output_check", st.checkSeconds},
+                      {"report", st.reportSeconds}};
+  json::Object stats{{"reference_nodes", st.refNodes},     {"rank_nodes", st.rankNodes},
+                     {"classes", st.classes},              {"relations", st.relations},
+                     {"matches", st.matches},              {"solver_queries", st.solverQueries},
+                     {"cache_hits", st.cacheHits},         {"solver_seconds", st.solverSeconds},
+                     {"seconds", st.seconds},              {"phase_seconds", std::move(phases)},
+                     {"peak_rss_kib", static_cast<int64_t>(st.peakRssKiB)}, {"solver_queries_by_kind", std::move(queries)}};
   json::Object top{{"spec", ctx.specPath}, {"reference", ctx.reference}, {"ranks", std::move(ranks)},
                    {"verdict", toString(r.verdict)}, {"reason", r.reason}, {"relations", std::move(rows)},
                    {"outputs", std::move(outs)}, {"failures", std::move(fails)}, {"notes", std::move(notes)},

@@ -40,7 +40,9 @@ static void printCex(llvm::raw_ostream &os, const Counterexample &c, bool refute
     os << "    reference:      " << clip(c.expected, 300) << "\n";
   if (!c.actual.empty())
     os << "    implementation: " << clip(c.actual, 300) << "\n";
-  if (c.replayed)
+  if (c.replayed && !c.replay.empty())
+    os << "    evaluated at these sizes: " << c.replay << "\n";
+  else if (c.replayed)
     os << "    evaluated on seeded random inputs at these sizes: reference = "
        << llvm::format("%.6g", c.expectedValue) << ", implementation = " << llvm::format("%.6g", c.actualValue)
        << "\n";
@@ -109,10 +111,26 @@ void printText(llvm::raw_ostream &os, const Result &r, const Context &ctx, const
   for (auto &n : r.notes)
     os << "note: " << n << "\n";
   if (opts.showStats)
-    os << llvm::format("stats: %u reference nodes, %u rank nodes, %u classes, %u matches, %u solver queries "
-                       "(%u cache hits), %.3f s\n",
-                       r.stats.refNodes, r.stats.rankNodes, r.stats.classes, r.stats.matches, r.stats.solverQueries,
-                       r.stats.cacheHits, r.stats.seconds);
+    printStats(os, r.stats);
+}
+
+void printStats(llvm::raw_ostream &os, const Stats &s) {
+  double total = s.loadSeconds + s.seconds + s.reportSeconds;
+  os << "stats:\n";
+  os << llvm::format("  nodes:     %u reference, %u on the ranks\n", s.refNodes, s.rankNodes);
+  os << llvm::format("  classes:   %u (rank tensors after merging)\n", s.classes);
+  os << llvm::format("  relations: %u reference tensors related, %u rewrite matches\n", s.relations, s.matches);
+  os << llvm::format("  solver:    %u queries, %u cache hits, %.3f s in the solver\n", s.solverQueries, s.cacheHits,
+                     s.solverSeconds);
+  os << llvm::format("  time:      load %.3f s, build world %.3f s, relation inference %.3f s, output check %.3f s, "
+                     "report %.3f s; total %.3f s\n",
+                     s.loadSeconds, s.worldSeconds, s.inferSeconds, s.checkSeconds, s.reportSeconds, total);
+  if (s.peakRssKiB > 0)
+    os << llvm::format("  peak RSS:  %.1f MiB\n", s.peakRssKiB / 1024.0);
+  size_t shown = std::min<size_t>(s.queries.size(), 5);
+  for (size_t i = 0; i < shown; ++i)
+    os << llvm::format("  solver time %-28s %6u queries %8.3f s\n", (s.queries[i].name + ":").c_str(),
+                       s.queries[i].count, s.queries[i].seconds);
 }
 
 } // namespace shardproof::report

@@ -10,10 +10,10 @@
 namespace shardproof::spec::detail {
 namespace {
 
-const std::vector<std::string> kPlacementKeys = {"shard",    "split",    "sizes", "replicated",
-                                                 "partial",  "relation", "as",    "values"};
+const std::vector<std::string> kPlacementKeys = {"shard",   "split",    "sizes", "pad_to_multiple", "replicated",
+                                                 "partial", "relation", "as",    "values"};
 const std::vector<std::string> kKindKeys = {"shard", "replicated", "partial", "relation"};
-const std::vector<std::string> kSplits = {"even", "chunk", "tensor_split", "sizes"};
+const std::vector<std::string> kSplits = {"even", "chunk", "tensor_split", "sizes", "pad_to_multiple"};
 
 Placement fromScalar(const YamlDoc &doc, const MapView::Entry &e, const std::string &what,
                      int worldSize, const SymbolTable &syms) {
@@ -80,7 +80,7 @@ Placement fromMap(const YamlDoc &doc, const MapView::Entry &e, const std::string
   p.loc = e.valueLoc;
   const std::string &k = kindKey->key;
   if (k != "shard")
-    for (const char *only : {"split", "sizes"})
+    for (const char *only : {"split", "sizes", "pad_to_multiple"})
       if (const auto *x = m.find(only))
         fail(what + ": '" + only + "' only applies to {shard: K} placements", x->keyLoc);
 
@@ -102,14 +102,29 @@ Placement fromMap(const YamlDoc &doc, const MapView::Entry &e, const std::string
         p.split = Placement::Split::TensorSplit;
       else if (s == "sizes")
         p.split = Placement::Split::Sizes;
+      else if (s == "pad_to_multiple")
+        p.split = Placement::Split::PadToMultiple;
       else
         fail(what + ": unknown split '" + s + "'" + didYouMean(s, kSplits) +
-                 " (expected even, chunk, tensor_split, or a 'sizes' list)",
+                 " (expected even, chunk, tensor_split, a 'sizes' list or 'pad_to_multiple: M')",
              split->valueLoc);
       if (sizes && p.split != Placement::Split::Sizes)
         fail(what + ": 'split: " + s + "' conflicts with 'sizes'", split->valueLoc);
       if (!sizes && p.split == Placement::Split::Sizes)
         fail(what + ": 'split: sizes' needs a 'sizes' list", split->valueLoc);
+      if (p.split == Placement::Split::PadToMultiple && !m.find("pad_to_multiple"))
+        fail(what + ": 'split: pad_to_multiple' needs 'pad_to_multiple: M'", split->valueLoc);
+      if (m.find("pad_to_multiple") && p.split != Placement::Split::PadToMultiple)
+        fail(what + ": 'split: " + s + "' conflicts with 'pad_to_multiple'", split->valueLoc);
+    }
+    if (const auto *pad = m.find("pad_to_multiple")) {
+      if (sizes)
+        fail(what + ": 'pad_to_multiple' conflicts with 'sizes'", pad->keyLoc);
+      if (!pad->value.IsScalar())
+        fail(what + ": 'pad_to_multiple' must be an integer expression, got " + kindOf(pad->value),
+             pad->valueLoc);
+      p.split = Placement::Split::PadToMultiple;
+      p.padMultiple = parseIntExprOrThrow(pad->value.Scalar(), syms, doc.textLoc(pad->value, pad->valueLoc));
     }
     if (sizes) {
       p.split = Placement::Split::Sizes;

@@ -159,12 +159,19 @@ private:
         std::string what = "symbol '" + s.key + "'";
         MapView b(doc_, s.value, what, s.keyLoc);
         b.allowOnly({"min", "max", "value"});
-        if (const auto *x = b.find("min"))
-          sym.min = getInt(*x, what + ": 'min'");
-        if (const auto *x = b.find("max"))
-          sym.max = getInt(*x, what + ": 'max'");
-        if (const auto *x = b.find("value"))
-          sym.value = getInt(*x, what + ": 'value'");
+        // Symbols are sizes (dim_params): a negative bound is a typo, never a size.
+        auto size = [&](const char *key) -> std::optional<int64_t> {
+          const auto *x = b.find(key);
+          if (!x)
+            return std::nullopt;
+          int64_t v = getInt(*x, what + ": '" + key + "'");
+          if (v < 0)
+            fail(what + ": '" + key + "' is " + std::to_string(v) + ", but a size cannot be negative", x->valueLoc);
+          return v;
+        };
+        sym.min = size("min");
+        sym.max = size("max");
+        sym.value = size("value");
         if (sym.min && sym.max && *sym.min > *sym.max)
           fail(what + " has min " + std::to_string(*sym.min) + " greater than max " +
                    std::to_string(*sym.max),

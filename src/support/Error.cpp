@@ -51,8 +51,13 @@ TakenError takeError(llvm::Error err) {
   bool first = true;
   llvm::handleAllErrors(std::move(err), [&](const llvm::ErrorInfoBase &e) {
     if (first) {
-      if (e.isA<Diag>())
-        out.kind = static_cast<const Diag &>(e).kind();
+      out.message = e.message();
+      if (e.isA<Diag>()) {
+        const auto &d = static_cast<const Diag &>(e);
+        out.kind = d.kind();
+        out.message = d.text();
+        out.loc = d.loc();
+      }
       first = false;
     } else {
       out.text += "\n";

@@ -16,6 +16,7 @@ import mlp  # noqa: E402
 import vocab  # noqa: E402
 import sp  # noqa: E402
 import tp8  # noqa: E402
+import split  # noqa: E402
 
 
 def main():
@@ -30,6 +31,7 @@ def main():
     vocab.generate(out)
     sp.generate(out)
     tp8.generate(out)
+    split.generate(out)
 
 
 if __name__ == "__main__":

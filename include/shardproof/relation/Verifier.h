@@ -13,6 +13,7 @@
 
 #include <llvm/Support/Error.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct Counterexample {
   std::string expected; // reference side at that point (symbolic)
   std::string actual;   // implementation side at that point (symbolic)
   bool replayed = false; // confirmed by evaluating both sides on numbers
+  /// For size and side-condition failures: what evaluating at these sizes
+  /// showed ("dim 1 is 0 on the implementation, 1 on the reference").
+  std::string replay;
   bool expectedByInterpreter = false; // reference number from running its graph
   double expectedValue = 0, actualValue = 0;
   std::string str() const;
@@ -60,10 +64,35 @@ struct OutputResult {
   std::string detail;
 };
 
+/// `check --sample N`: a VERIFIED result cross-checked by executing both sides
+/// at N random admissible sizes. Any disagreement is a bug in shardproof.
+struct SampleResult {
+  unsigned sizes = 0;      // size assignments executed
+  uint64_t elements = 0;   // output elements compared
+  std::vector<std::string> sizesTried; // "batch=2, seq=5" per assignment
+  std::vector<std::string> disagreements;
+  std::vector<std::string> skipped; // outputs not executable at some sizes (why)
+};
+
+/// Solver work of one kind of query (the name a query is asked under).
+struct QueryKindStats {
+  std::string name;
+  unsigned count = 0;
+  double seconds = 0;
+};
+
 struct Stats {
   unsigned refNodes = 0, rankNodes = 0, classes = 0, relations = 0, matches = 0;
   unsigned solverQueries = 0, cacheHits = 0;
-  double seconds = 0;
+  double seconds = 0; // verify() as a whole
+  // Seconds per phase. verify() fills world (symbols, inputs, rank graphs
+  // merged into classes), infer (a relation per reference tensor) and check
+  // (obligations, outputs, verdict); the caller fills load (ONNX files and
+  // spec) and report (printing), and the peak resident set size.
+  double loadSeconds = 0, worldSeconds = 0, inferSeconds = 0, checkSeconds = 0, reportSeconds = 0;
+  double solverSeconds = 0;           // inside the solver, all phases
+  std::vector<QueryKindStats> queries; // by solver time, largest first
+  long peakRssKiB = 0;                // getrusage ru_maxrss; 0 if unknown
 };
 
 struct Result {
@@ -73,16 +102,23 @@ struct Result {
   std::vector<OutputResult> outputs;
   std::vector<Failure> failures; // first is the one to show
   std::vector<std::string> notes;
+  std::optional<SampleResult> sample;
   Stats stats;
 };
 
 struct Options {
-  unsigned solverTimeoutMs = 10000;
+  unsigned solverTimeoutMs = 10000; // per query; a timeout is Unknown
+  unsigned solverMemoryMb = 0;      // Z3's memory cap, process-wide; 0: none
+  /// Wall time for the whole check; once spent, what is left is not checked
+  /// and the verdict is UNKNOWN (naming the budget). Unset: no budget.
+  std::optional<double> timeBudgetSeconds;
   std::string smtDumpDir; // empty: no dumps
   unsigned maxExpansion = 64; // class expansions when comparing outputs
   /// Term nodes beyond which a reference term is neither normalized nor
   /// covered (it only arises below a node no rank computes).
   unsigned maxTermNodes = 1000;
+  unsigned samples = 0;     // check --sample: executions after VERIFIED
+  uint64_t sampleSeed = 1;  // which sizes --sample draws
 };
 
 /// Runs the check. User errors (spec names a tensor that does not exist, shapes

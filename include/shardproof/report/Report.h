@@ -25,11 +25,24 @@ struct TextOptions {
 int exitCode(relation::Verdict v);
 
 void printText(llvm::raw_ostream &os, const relation::Result &r, const Context &ctx, const TextOptions &opts = {});
+/// The --stats summary: counts, time per phase, solver time by query kind,
+/// peak memory.
+void printStats(llvm::raw_ostream &os, const relation::Stats &s);
 std::string toJson(const relation::Result &r, const Context &ctx);
+
+/// The replay section: for each refuted output or size condition, the sizes,
+/// rank and index, and the two numbers (or sizes) execution gave. Returns
+/// false if no failure could be confirmed by execution.
+bool printReplay(llvm::raw_ostream &os, const relation::Result &r);
+/// The --sample section; disagreements are printed as an internal error.
+void printSample(llvm::raw_ostream &os, const relation::SampleResult &s);
 
 /// Writes `text` to `path` via a temporary file and a rename, so a failure never
 /// leaves half a file behind (for --json and relation files). A failure is a
 /// user error naming the path.
 llvm::Error writeFileAtomically(const std::string &path, const std::string &text);
+/// Fails (a user error naming the path) if `path` could not be written: its
+/// directory is missing or not writable, or it is a directory. Empty: fine.
+llvm::Error checkWritable(const std::string &path);
 
 } // namespace shardproof::report

@@ -65,11 +65,14 @@ struct Placement {
     Shard,      // concatenation of the ranks' tensors along `axis`
     Relation,   // an explicit relation expression
   };
-  enum class Split { Unspecified, Even, Chunk, TensorSplit, Sizes };
+  /// PadToMultiple: the axis is padded to a multiple of `padMultiple`, then
+  /// split evenly; the pad rows on the ranks are arbitrary.
+  enum class Split { Unspecified, Even, Chunk, TensorSplit, Sizes, PadToMultiple };
   Kind kind = Kind::Replicated;
   int axis = 0;
   Split split = Split::Unspecified;
   std::vector<smt::Expr> sizes;  // Split::Sizes: one per rank
+  std::optional<smt::Expr> padMultiple; // Split::PadToMultiple
   std::string as;                // name on the ranks (default: same name); may hold "{r}"
   std::optional<RelExpr> relation;
   /// Inputs only: an integer tensor's element values lie in [min, max]

@@ -62,6 +62,10 @@ std::string toString(llvm::Error err);
 struct TakenError {
   ErrorKind kind = ErrorKind::Internal;
   std::string text;
+  /// The first payload's bare message and location, to re-raise it with more
+  /// context without repeating "error: ".
+  std::string message;
+  SrcLoc loc;
 };
 TakenError takeError(llvm::Error err);
 

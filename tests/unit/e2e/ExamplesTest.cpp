@@ -24,11 +24,14 @@ class Examples : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Examples, VerdictAndLocation) {
   const Case &c = GetParam();
-  auto r = runShardproof("check " + example(c.spec));
+  auto r = runShardproof("check --witness " + example(c.spec));
   EXPECT_EQ(r.exitCode, c.exitCode) << r.out;
   EXPECT_NE(r.out.find(c.mustSay), std::string::npos) << "expected to find: " << c.mustSay << "\n" << r.out;
   if (c.exitCode == 1) {
     EXPECT_NE(r.out.find("counterexample:"), std::string::npos) << r.out;
+    // Every refutation is backed by execution at the counterexample's sizes.
+    EXPECT_NE(r.out.find("CONFIRMED"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("NOT CONFIRMED"), std::string::npos) << r.out;
   }
 }
 
@@ -86,6 +89,22 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"sp_ln_hidden_shard_tp2.yaml", 1, "REFUTED at module ln_1"},
         // Without the divisibility constraint an odd sequence cannot be split evenly.
         Case{"sp_odd_seq_tp2.yaml", 1, "divides evenly by world_size 2"},
+        // Split policies: the policy defines each rank's row count (`seq_local`).
+        Case{"seq_chunk_tp3.yaml", 0, "VERIFIED"},
+        Case{"seq_tensor_split_tp3.yaml", 0, "VERIFIED"},
+        Case{"seq_sizes_tp3.yaml", 0, "VERIFIED"},
+        Case{"seq_even_tp3.yaml", 0, "VERIFIED"},
+        Case{"seq_even_unconstrained_tp3.yaml", 1, "counterexample: batch=1, seq=1, rank 0"},
+        Case{"seq_pad_tp2.yaml", 0, "VERIFIED"},
+        // Rows cut inside the rank graphs from x's length.
+        Case{"seq_chunk_ingraph_tp3.yaml", 0, "VERIFIED"},
+        Case{"seq_balanced_ingraph_tp3.yaml", 0, "VERIFIED"},
+        Case{"seq_floor_ingraph_tp3.yaml", 1, "y: REFUTED (dim 1 is 0 (at batch=1, seq=1, rank 0) on the implementation"},
+        Case{"seq_floor_ingraph_div3_tp3.yaml", 0, "VERIFIED"},
+        // Position offsets that assume equal shards: wrong only where shards differ.
+        Case{"seq_pos_even_tp3.yaml", 0, "VERIFIED"},
+        Case{"seq_pos_chunk_tp3.yaml", 1, "counterexample: batch=1, seq=5, /mlp/fc1/MatMul_output_0[0, 4, 0]"},
+        Case{"seq_pos_tensor_split_tp3.yaml", 1, "counterexample: batch=1, seq=4, /mlp/fc1/MatMul_output_0[0, 2, 0]"},
         // Eight ranks.
         Case{"mlp_tp8.yaml", 0, "VERIFIED"},
         Case{"gpt8h_tp8.yaml", 0, "VERIFIED"},
@@ -141,4 +160,43 @@ TEST(Cli, EveryLayerOfTheGptAndLlamaBlocksHasARelation) {
     EXPECT_EQ(r.out.find("NO RELATION"), std::string::npos) << spec << "\n" << r.out;
     EXPECT_EQ(r.out.find("only part of"), std::string::npos) << spec << "\n" << r.out;
   }
+}
+
+TEST(Replay, PrintsTheTwoNumbersThatDifferAtTheCounterexample) {
+  auto r = runShardproof("replay " + example("seq_pos_chunk_tp3.yaml"));
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  EXPECT_NE(r.out.find("at batch=1, seq=5, rank 0, y[0, 4, 0]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reference graph (interpreter) = "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CONFIRMED: the two numbers differ"), std::string::npos) << r.out;
+}
+
+TEST(Replay, ASizeBugIsConfirmedByTheSizesItGives) {
+  auto r = runShardproof("replay " + example("seq_floor_ingraph_tp3.yaml"));
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  EXPECT_NE(r.out.find("evaluated: dim 1 is 0 on the implementation, 1 on the reference"), std::string::npos)
+      << r.out;
+}
+
+TEST(Replay, AVerifiedCheckHasNothingToReplay) {
+  auto r = runShardproof("replay " + example("mlp_tp2.yaml"));
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_NE(r.out.find("nothing to replay: the verdict is VERIFIED"), std::string::npos) << r.out;
+}
+
+// --sample executes both sides at random sizes; on a correct implementation
+// every element agrees (a disagreement would be exit 4, an internal error).
+TEST(Sample, ExecutionAgreesWithEveryVerifiedProof) {
+  for (const char *spec : {"mlp_tp2.yaml", "seq_chunk_tp3.yaml", "seq_pad_tp2.yaml", "vocab_pad_tp4.yaml"}) {
+    auto r = runShardproof("check --no-table --sample 3 " + example(spec));
+    EXPECT_EQ(r.exitCode, 0) << spec << "\n" << r.out;
+    EXPECT_NE(r.out.find("Sampled execution (3 random admissible sizes, "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("every compared element agrees with the reference"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find(" 0 output elements"), std::string::npos) << r.out;
+  }
+}
+
+TEST(Sample, TheSameSeedDrawsTheSameSizes) {
+  auto a = runShardproof("check --no-table --sample 4 --seed 7 " + example("seq_chunk_tp3.yaml"));
+  auto b = runShardproof("check --no-table --sample 4 --seed 7 " + example("seq_chunk_tp3.yaml"));
+  EXPECT_EQ(a.out, b.out);
 }

@@ -193,6 +193,9 @@ TEST(Loader, OutOfOrderNodesAreSortedStably) {
 
 TEST(Loader, DefaultDomainSpelledAiOnnxIsTheDefaultDomain) {
   ModelBuilder b;
+  auto *ms = b.m.add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
   b.input("x", {"4"});
   b.node("n", "Relu", {"x"}, {"y"}, "ai.onnx");
   b.node("ar", "AllReduce", {"y"}, {"z"}, "com.microsoft");

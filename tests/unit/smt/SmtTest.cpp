@@ -5,7 +5,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <limits>
 
 using namespace shardproof::smt;
 
@@ -94,4 +96,69 @@ TEST(SmtSolver, TimeoutIsUnknownNeverProved) {
               c > Expr::intConst(0);
   Proof p = s.prove("fermat", !hard);
   EXPECT_NE(p.status, Proof::Proved);
+}
+
+namespace {
+// a^3 + b^3 = c^3 over positive integers: nonlinear, beyond Z3 in any short time.
+Expr fermat() {
+  Expr a = Expr::intVar("a"), b = Expr::intVar("b"), c = Expr::intVar("c");
+  return a * a * a + b * b * b == c * c * c && a > Expr::intConst(0) && b > Expr::intConst(0) &&
+         c > Expr::intConst(0);
+}
+} // namespace
+
+TEST(SmtSolver, HardQueryWithATinyTimeoutIsUnknownSayingSo) {
+  Solver s(20);
+  Proof p = s.prove("fermat", !fermat());
+  ASSERT_EQ(p.status, Proof::Unknown);
+  EXPECT_NE(p.reason.find("solver timeout after 20 ms"), std::string::npos) << p.reason;
+  EXPECT_EQ(s.stats().at("fermat").unknown, 1u);
+}
+
+TEST(SmtSolver, SpentTimeBudgetAnswersUnknownAtOnceNamingIt) {
+  Solver s(60000);
+  s.setDeadline(std::chrono::steady_clock::now() - std::chrono::seconds(1), "time budget of 5 s");
+  EXPECT_TRUE(s.pastDeadline());
+  auto t0 = std::chrono::steady_clock::now();
+  Proof p = s.prove("fermat", !fermat());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  ASSERT_EQ(p.status, Proof::Unknown);
+  EXPECT_EQ(p.reason, "time budget of 5 s exhausted");
+  EXPECT_EQ(s.firstCutQuery(), "fermat");
+  // Constant-folded goals need no solver and stay proved.
+  EXPECT_TRUE(s.prove("trivial", Expr::boolConst(true)).proved());
+}
+
+TEST(SmtSolver, BudgetShorterThanTheTimeoutCutsTheQueryAndIsNamed) {
+  Solver s(60000);
+  s.setDeadline(std::chrono::steady_clock::now() + std::chrono::milliseconds(50), "time budget of 0.05 s");
+  Proof p = s.prove("fermat", !fermat());
+  ASSERT_EQ(p.status, Proof::Unknown);
+  EXPECT_EQ(p.reason, "time budget of 0.05 s exhausted");
+}
+
+TEST(SmtSolver, MemoryLimitIsUnknownNeverProvedNorACrash) {
+  Solver s(20000);
+  Solver::setMemoryLimitMb(1);
+  Proof p = s.prove("fermat", !fermat());
+  Solver::setMemoryLimitMb(0);
+  ASSERT_EQ(p.status, Proof::Unknown);
+  EXPECT_NE(p.reason.find("memory limit of 1 MB"), std::string::npos) << p.reason;
+  // Afterwards the solver works again.
+  Expr x = Expr::intVar("x");
+  EXPECT_TRUE(s.prove("square", x * x >= Expr::intConst(0)).proved());
+}
+
+TEST(SmtExpr, ConstantFoldingNeverWrapsAroundInt64) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  Expr big = Expr::intConst(max) + Expr::intConst(1);
+  EXPECT_FALSE(big.asInt()) << "2^63 is no int64; folding it would wrap to -2^63";
+  Solver s;
+  EXPECT_TRUE(s.prove("no-wrap", big > Expr::intConst(0)).proved());
+  EXPECT_TRUE(s.prove("no-wrap", Expr::intConst(int64_t(1) << 62) * Expr::intConst(4) > Expr::intConst(0)).proved());
+  EXPECT_TRUE(s.prove("no-wrap", Expr::intConst(-max) - Expr::intConst(2) < Expr::intConst(0)).proved());
+  Expr n = Expr::intVar("n");
+  EXPECT_TRUE(s.prove("no-wrap", (n + Expr::intConst(max) + Expr::intConst(max)).simplify() ==
+                                     n + Expr::intConst(max) + Expr::intConst(max))
+                  .proved());
 }
