@@ -148,8 +148,11 @@ Expr mergeDivMod(const Expr &sum) {
       continue;
     for (auto jt = l.terms.begin(); jt != l.terms.end(); ++jt) {
       auto m = byConstant(jt->second.second, Z3_OP_MOD);
-      if (!m || m->second != d->second || !m->first.same(d->first) || jt->second.first == 0 ||
-          it->second.first != d->second * jt->second.first)
+      if (!m || m->second != d->second || !m->first.same(d->first) || jt->second.first == 0)
+        continue;
+      // a*c*(x//c) + a*(x%c) needs the product a*c; one that overflows cannot match.
+      int64_t scaled;
+      if (__builtin_mul_overflow(d->second, jt->second.first, &scaled) || it->second.first != scaled)
         continue;
       int64_t a = jt->second.first;
       it->second.first = 0;

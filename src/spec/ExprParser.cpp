@@ -60,6 +60,15 @@ void ExprParser::unexpected(const Token &t) const {
   fail("unexpected " + describe(t) + " at column " + column(t), locOf(t));
 }
 
+ExprParser::Nest::Nest(ExprParser &p, const Token &at) : p_(p) {
+  if (++p_.depth_ > kMaxNesting) {
+    --p_.depth_;
+    fail("expression nested more than " + std::to_string(kMaxNesting) + " levels deep at column " +
+             p_.column(at),
+         p_.locOf(at));
+  }
+}
+
 bool ExprParser::atKeyword(const char *kw) const {
   return peek().kind == Tok::Ident && peek().text == kw;
 }
@@ -121,6 +130,7 @@ ExprParser::Value ExprParser::andExpr() {
 
 ExprParser::Value ExprParser::notExpr() {
   if (atKeyword("not") || peek().kind == Tok::Bang) {
+    Nest nest(*this, peek());
     size_t off = next().offset;
     Value v = notExpr();
     return {!wantBool(v), true, off};
@@ -191,6 +201,7 @@ ExprParser::Value ExprParser::mulExpr() {
 
 ExprParser::Value ExprParser::unary() {
   if (peek().kind == Tok::Minus || peek().kind == Tok::Plus) {
+    Nest nest(*this, peek());
     Token op = next();
     Value v = unary();
     Expr e = wantInt(v);
@@ -206,6 +217,7 @@ ExprParser::Value ExprParser::primary() {
     next();
     return {Expr::intConst(t.value), false, t.offset};
   case Tok::LParen: {
+    Nest nest(*this, t);
     next();
     Value v = orExpr();
     expect(Tok::RParen, "')'");
@@ -230,6 +242,7 @@ ExprParser::Value ExprParser::primary() {
 }
 
 ExprParser::Value ExprParser::call(const Token &fn) {
+  Nest nest(*this, fn);
   static const std::vector<std::string> fns = {"ceildiv", "min", "max"};
   if (fn.text != "ceildiv" && fn.text != "min" && fn.text != "max") {
     std::string hint = didYouMean(fn.text, fns);

@@ -29,6 +29,20 @@ public:
   std::string column(const Token &t) const { return std::to_string(t.offset + 1); }
   const std::string &text() const { return text_; }
 
+  /// Held across one level of recursion (parentheses, calls, unary operators):
+  /// nesting deeper than kMaxNesting is a user error at `at`, not a stack overflow.
+  static constexpr unsigned kMaxNesting = 200;
+  class Nest {
+  public:
+    Nest(ExprParser &p, const Token &at);
+    ~Nest() { --p_.depth_; }
+    Nest(const Nest &) = delete;
+    Nest &operator=(const Nest &) = delete;
+
+  private:
+    ExprParser &p_;
+  };
+
 private:
   // A typed intermediate: parentheses may hold either sort, so the sort is only
   // checked where an operator needs one.
@@ -56,6 +70,7 @@ private:
   SrcLoc base_;
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  unsigned depth_ = 0;
 };
 
 } // namespace shardproof::spec::detail

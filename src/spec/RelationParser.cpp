@@ -106,6 +106,7 @@ private:
   }
 
   RelExpr parseCall(const Token &fn) {
+    ExprParser::Nest nest(p_, fn);
     const FnSig *sig = nullptr;
     std::vector<std::string> names;
     for (auto &s : signatures()) {

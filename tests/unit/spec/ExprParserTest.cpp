@@ -186,3 +186,18 @@ INSTANTIATE_TEST_SUITE_P(
         ErrCase{"", "empty condition"}));
 
 } // namespace
+
+// A fuzzer-style input: 100000 '(' used to recurse once per level until the
+// stack overflowed. Deep nesting is a located user error, and 200 levels still parse.
+TEST(IntExpr, DeepNestingIsAnErrorNotAStackOverflow) {
+  std::string deep(100000, '(');
+  EXPECT_THAT(errorOf(parseIntExpr(deep + "a", kSyms)), HasSubstr("nested more than 200 levels deep at column 201"));
+  EXPECT_THAT(errorOf(parseIntExpr(std::string(100000, '-') + "a", kSyms)), HasSubstr("nested more than 200"));
+  std::string calls;
+  for (int i = 0; i < 5000; ++i)
+    calls += "min(1, ";
+  EXPECT_THAT(errorOf(parseIntExpr(calls + "a", kSyms)), HasSubstr("nested more than 200"));
+  EXPECT_THAT(errorOf(parseConstraint(std::string(100000, '!') + "a == 1", kSyms)), HasSubstr("nested more than 200"));
+  std::string ok = std::string(200, '(') + "a" + std::string(200, ')');
+  EXPECT_TRUE(bool(parseIntExpr(ok, kSyms)));
+}

@@ -154,3 +154,10 @@ INSTANTIATE_TEST_SUITE_P(
         ErrCase{"", 1, "empty relation expression"}));
 
 } // namespace
+
+TEST(Relation, DeepNestingIsAnErrorNotAStackOverflow) {
+  std::string deep;
+  for (int i = 0; i < 20000; ++i)
+    deep += "sum(";
+  EXPECT_THAT(errorOf(parseRelation(deep + "h@0", 2, kSyms)), HasSubstr("nested more than 200 levels deep"));
+}
