@@ -49,3 +49,15 @@ TEST(SmtFold, DivisionEdgesFoldOrStayExact) {
   Expr cd = ceilDiv(c(kMax), c(2));
   EXPECT_TRUE(s.prove("ceildiv", cd == c(kMax / 2 + 1)).proved()) << cd.str();
 }
+
+// c*(x//c) + a*(x%c) merges to a*x only when the coefficient of x//c is a*c.
+// With a = 2^62 + 1 and c = 4 that product wraps to 4 in int64, which used to
+// match the coefficient 4 and turn the sum into a different term.
+TEST(SmtFold, DivModMergeChecksItsProductForOverflow) {
+  Expr x = Expr::intVar("x");
+  int64_t a = (int64_t(1) << 62) + 1;
+  Expr e = c(4) * floorDiv(x, c(4)) + c(a) * mod(x, c(4));
+  Expr s = e.simplify();
+  Solver solver;
+  EXPECT_TRUE(solver.prove("same", s == e).proved()) << e.str() << "  simplified to  " << s.str();
+}
