@@ -1,6 +1,7 @@
 #include "shardproof/report/RelationFile.h"
 
 #include <llvm/Support/Path.h>
+#include <yaml-cpp/depthguard.h> // YAML::DeepRecursion
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -295,6 +296,9 @@ llvm::Expected<RelationFile> parseRelationFile(const std::string &text, const st
         fail("the relations file holds " + std::to_string(docs.size()) + " YAML documents; expected one",
              locOf(path, docs[1], SrcLoc{path, 0, 0}));
       return parseDocument(path, docs.empty() ? YAML::Node() : docs[0]);
+    } catch (const YAML::DeepRecursion &e) {
+      // yaml-cpp's own guard against stack exhaustion; its message says only "bad file".
+      fail("invalid YAML: nested more than " + std::to_string(e.depth() - 1) + " levels deep", locOf(path, e.mark));
     } catch (const YAML::Exception &e) {
       // Syntax errors (an unterminated quote, a bad indent); the mark says where.
       fail("invalid YAML: " + e.msg, locOf(path, e.mark));

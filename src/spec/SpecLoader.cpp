@@ -3,6 +3,8 @@
 #include "Lexer.h"
 #include "Yaml.h"
 
+#include <yaml-cpp/depthguard.h> // YAML::DeepRecursion
+
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -231,6 +233,9 @@ llvm::Expected<Spec> parseSpec(const std::string &text, const std::string &path)
                          " YAML documents; expected one",
                      doc.loc(docs[1], SrcLoc{path, 0, 0}));
       detail::Loader(doc, spec).load(docs.empty() ? YAML::Node() : docs[0]);
+    } catch (const YAML::DeepRecursion &e) {
+      // yaml-cpp's own guard against stack exhaustion; its message says only "bad file".
+      detail::fail("invalid YAML: nested more than " + std::to_string(e.depth() - 1) + " levels deep", doc.loc(e.mark));
     } catch (const YAML::Exception &e) {
       // Syntax errors and any conversion yaml-cpp rejects; the mark says where.
       detail::fail("invalid YAML: " + e.msg, doc.loc(e.mark));

@@ -349,6 +349,23 @@ TEST_F(Hostile, BinaryGarbageAsTheSpec) {
   EXPECT_SAYS(r, "error: ");
 }
 
+TEST_F(Hostile, DeeplyNestedYamlIsAnErrorNotAStackOverflow) {
+  auto r = run("check " + write("s.yaml", "world_size: 2\nx: " + std::string(100000, '[')));
+  EXPECT_EQ(r.exitCode, 3) << r.out;
+  EXPECT_SAYS(r, "s.yaml:2:");
+  EXPECT_SAYS(r, "error: invalid YAML: nested more than 499 levels deep");
+}
+
+TEST_F(Hostile, DeeplyNestedRelationIsAnErrorNotAStackOverflow) {
+  models();
+  std::string deep;
+  for (int i = 0; i < 20000; ++i)
+    deep += "sum(";
+  auto r = checkWith("  y: replicated\n", "  y: \"" + deep + "y@0\"\n");
+  EXPECT_EQ(r.exitCode, 3) << r.out.substr(0, 400);
+  EXPECT_SAYS(r, "nested more than 200 levels deep");
+}
+
 // --- Relation expressions -------------------------------------------------------
 
 TEST_F(Hostile, RelationNamingARankBeyondTheWorldSize) {
