@@ -4,7 +4,7 @@
 // in one way each; BadInputTest.cpp holds the cases on the generated examples.
 #include "Run.h"
 
-#include <onnx/onnx_pb.h>
+#include "tests/unit/OnnxBuilder.h"
 
 #include <gtest/gtest.h>
 
@@ -23,64 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A graph under construction; dims are numbers (fixed sizes) or names (dim_params).
-struct Model {
-  onnx::ModelProto m;
-  Model() {
-    m.set_ir_version(8);
-    opset("", 17);
-  }
-  onnx::GraphProto &g() { return *m.mutable_graph(); }
-  Model &opset(const std::string &domain, int64_t version) {
-    auto *op = m.add_opset_import();
-    op->set_domain(domain);
-    op->set_version(version);
-    return *this;
-  }
-  static void shape(onnx::ValueInfoProto *vi, const std::vector<std::string> &dims) {
-    auto *tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(onnx::TensorProto::FLOAT);
-    auto *s = tt->mutable_shape();
-    for (auto &d : dims) {
-      if (std::isdigit(static_cast<unsigned char>(d[0])))
-        s->add_dim()->set_dim_value(std::stoll(d));
-      else
-        s->add_dim()->set_dim_param(d);
-    }
-  }
-  Model &input(const std::string &name, const std::vector<std::string> &dims) {
-    auto *vi = g().add_input();
-    vi->set_name(name);
-    shape(vi, dims);
-    return *this;
-  }
-  Model &output(const std::string &name, const std::vector<std::string> &dims) {
-    auto *vi = g().add_output();
-    vi->set_name(name);
-    shape(vi, dims);
-    return *this;
-  }
-  onnx::NodeProto &node(const std::string &name, const std::string &op, std::vector<std::string> ins,
-                        std::vector<std::string> outs, const std::string &domain = "") {
-    auto *n = g().add_node();
-    n->set_name(name);
-    n->set_op_type(op);
-    n->set_domain(domain);
-    for (auto &i : ins)
-      n->add_input(i);
-    for (auto &o : outs)
-      n->add_output(o);
-    return *n;
-  }
-  onnx::TensorProto &initializer(const std::string &name, std::vector<int64_t> dims, int type) {
-    auto *t = g().add_initializer();
-    t->set_name(name);
-    t->set_data_type(type);
-    for (auto d : dims)
-      t->add_dims(d);
-    return *t;
-  }
-};
+using Model = shardproof::testing::OnnxBuilder;
 
 // y = Relu(x), x of size n: the reference and, unchanged, every rank.
 Model relu() {

@@ -3,7 +3,7 @@
 // error that names the file and the offending tensor or node.
 #include "shardproof/onnx/Loader.h"
 
-#include <onnx/onnx_pb.h>
+#include "tests/unit/OnnxBuilder.h"
 
 #include <gtest/gtest.h>
 
@@ -13,58 +13,9 @@ using namespace shardproof;
 
 namespace {
 
-struct ModelBuilder {
-  onnx::ModelProto m;
-  ModelBuilder() {
-    m.set_ir_version(8);
-    auto *op = m.add_opset_import();
-    op->set_domain("");
-    op->set_version(17);
-  }
-  onnx::GraphProto &g() { return *m.mutable_graph(); }
-
-  // dims: a number is a fixed size, a name a dim_param, "" an unknown size.
-  void input(const std::string &name, std::vector<std::string> dims, int type = onnx::TensorProto::FLOAT) {
-    auto *vi = g().add_input();
-    vi->set_name(name);
-    auto *tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(type);
-    auto *shape = tt->mutable_shape();
-    for (auto &d : dims) {
-      auto *dim = shape->add_dim();
-      if (d.empty())
-        continue;
-      if (isdigit(static_cast<unsigned char>(d[0])))
-        dim->set_dim_value(std::stoll(d));
-      else
-        dim->set_dim_param(d);
-    }
-  }
-  void output(const std::string &name) {
-    g().add_output()->set_name(name);
-  }
-  onnx::NodeProto &node(const std::string &name, const std::string &op, std::vector<std::string> ins,
-                        std::vector<std::string> outs, const std::string &domain = "") {
-    auto *n = g().add_node();
-    n->set_name(name);
-    n->set_op_type(op);
-    n->set_domain(domain);
-    for (auto &i : ins)
-      n->add_input(i);
-    for (auto &o : outs)
-      n->add_output(o);
-    return *n;
-  }
-  onnx::TensorProto &initializer(const std::string &name, std::vector<int64_t> dims, int type) {
-    auto *t = g().add_initializer();
-    t->set_name(name);
-    t->set_data_type(type);
-    for (auto d : dims)
-      t->add_dims(d);
-    return *t;
-  }
+struct ModelBuilder : shardproof::testing::OnnxBuilder {
   llvm::Expected<ir::Graph> load(onnxio::LoadOptions opts = {}) {
-    return onnxio::loadModelFromBytes(m.SerializeAsString(), "model.onnx", opts);
+    return onnxio::loadModelFromBytes(bytes(), "model.onnx", opts);
   }
 };
 
