@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, build, run every test; then
-# the same tests under AddressSanitizer + UBSan, then every fuzz target for a
+# the unit tests and a set of examples under AddressSanitizer + UBSan, then every fuzz target for a
 # bounded time. See docs/testing.md.
 # Environment: FUZZ_SECONDS (per target, default 20; 0 skips fuzzing),
 #              SHARDPROOF_NO_SANITIZE=1 skips the sanitizer build and fuzzing.
@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
 tools/setup.sh
-ctest --test-dir build --output-on-failure -j "$(nproc)"
+# A per-test limit so that a hang fails its test instead of the whole CI run.
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
 t1=$(date +%s)
 echo "test: build + tests took $((t1 - t0))s"
 [ "${SHARDPROOF_NO_SANITIZE:-0}" = 1 ] && exit 0
@@ -23,9 +24,19 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
   -DSHARDPROOF_FUZZ=ON -DSHARDPROOF_MODELS=OFF >/dev/null
 ninja -C build-asan
-# Leak checking stays on; halt on the first UB report so the test fails.
-ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
+# Instrumented, our code runs about 30 times slower (Z3 is not instrumented),
+# so the sanitizer stage runs every unit, bad-input and CLI test, but of the
+# end-to-end examples only a set that reaches every layer and op family once
+# (MLP, uneven split, off-by-one, GPT-2 and Llama blocks, vocab parallelism,
+# chunk split, SP). Left out here, still run above: the remaining examples, the
+# execution cross-checks (Sample), committed relation files, generated models,
+# the mutation suite, and the tiny-solver-timeout test, whose outcome depends on
+# how fast our code runs next to Z3's. docs/testing.md lists the figures.
+SAN_ENV=(env ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+SAN_SKIP='Examples\.VerdictAndLocation|Committed\.StillMatches|Sample\.|EveryLayer|ByteIdentical|Generated\.|mutants_|TinySolverTimeout'
+SAN_EXAMPLES='VerdictAndLocation/.* = (mlp_tp2|mlp_uneven_tp3|mlp_offbyone_tp2|gpt_tp2|llama_tp2|vocab_tp2|vocab_range_offbyone_tp2|seq_chunk_tp3|seq_pos_chunk_tp3|sp_tp2)\.yaml$'
+"${SAN_ENV[@]}" ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 900 -E "$SAN_SKIP"
+"${SAN_ENV[@]}" ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 900 -R "$SAN_EXAMPLES"
 t2=$(date +%s)
 echo "test: sanitizer build + tests took $((t2 - t1))s"
 
