@@ -105,6 +105,17 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"seq_pos_even_tp3.yaml", 0, "VERIFIED"},
         Case{"seq_pos_chunk_tp3.yaml", 1, "counterexample: batch=1, seq=5, /mlp/fc1/MatMul_output_0[0, 4, 0]"},
         Case{"seq_pos_tensor_split_tp3.yaml", 1, "counterexample: batch=1, seq=4, /mlp/fc1/MatMul_output_0[0, 2, 0]"},
+        // Padded batches against the unpadded reference, the true length passed
+        // as data (`seq_len: {value: seq}`): key masks with -inf, causal masks,
+        // pooling. The bugs are wrong only where padded > seq.
+        Case{"pad_attn_keymask.yaml", 0, "VERIFIED"},
+        Case{"pad_attn_causal.yaml", 0, "VERIFIED"},
+        Case{"pad_attn_offbyone.yaml", 1, "counterexample: batch=1, padded=2, seq=1, y[0, 0, 0]"},
+        Case{"pad_attn_wronglen.yaml", 1, "counterexample: batch=1, padded=2, seq=1, y[0, 0, 0]"},
+        Case{"pad_pool_leak.yaml", 1, "counterexample: batch=1, padded=3, seq=2, rank 0, y[0, 0]"},
+        // A finite additive mask (-1e4) is not an exact proof, and the numbers
+        // cannot tell it apart (exp underflows): never VERIFIED.
+        Case{"pad_attn_finite.yaml", 2, "y: UNKNOWN"},
         // Eight ranks.
         Case{"mlp_tp8.yaml", 0, "VERIFIED"},
         Case{"gpt8h_tp8.yaml", 0, "VERIFIED"},
