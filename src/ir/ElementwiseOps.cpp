@@ -85,6 +85,12 @@ Term cast(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, 
   // types) keeps the value; a cast from floating to integer rounds, so it stays opaque.
   DType from = in.dtypes[0], to = r.dtypes[0];
   Term x = read(0, idx, level);
+  // A boolean mask built from index conditions or bound integer data
+  // (arange(padded) < seq_len) cast to numbers is the 0/1 Select on that
+  // condition, so a product with it is a masked term the prover splits.
+  if (from == DType::Bool && to != DType::Bool && in.indexValue)
+    if (auto v = in.indexValue(x))
+      return mkSelect(*v != smt::Expr::intConst(0), mkConst(1), mkConst(0));
   if (isFloating(to) || (!isFloating(from) && to != DType::Bool))
     return x;
   return mkApply(Fn::Opaque, {x}, std::string("Cast:") + toString(to));

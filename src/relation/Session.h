@@ -85,6 +85,7 @@ struct Session {
   void boundValues(ClassId c, const spec::Placement &pl);
   static std::optional<ir::IntTensor> exactValues(const ir::Shape &s, const spec::Placement &pl);
   Term valueTerm(ClassId c, const spec::Placement &pl);
+  Term exposeMask(const Term &t) const;
   Term shapeValueTerm(const ir::IntTensor &v, const ir::IndexVec &idx, int level);
   llvm::Error bindRankOnlyValue(const std::string &name, const spec::Placement &pl);
   ValueInfo constantValue(const std::string &name, const std::shared_ptr<const ir::TensorData> &data);

@@ -143,6 +143,27 @@ Term Session::shapeValueTerm(const IntTensor &v, const IndexVec &idx, int level)
   return t;
 }
 
+// A read of a masked tensor (a softmax whose masked columns are exp(-inf) = 0,
+// a product with a 0/1 mask) shows its mask to the reader: c[idx] ? k : t[idx]
+// where the class is the constant k on condition c. A sum over the sequence
+// reading it then splits where the mask switches, so pad rows that are zero
+// by the mask drop out of a padded reduction (masked pooling, attention times
+// V), exactly, not by value.
+Term Session::exposeMask(const Term &t) const {
+  if (!t || t->kind != TermKind::Read)
+    return t;
+  const ClassInfo &ci = classes[t->cls];
+  if (ci.kind != ClassInfo::Compute || !ci.def || ci.def->kind != TermKind::Select)
+    return t;
+  const Term &d = ci.def;
+  int constBranch = d->args[0]->kind == TermKind::Const ? 0 : d->args[1]->kind == TermKind::Const ? 1 : -1;
+  if (constBranch < 0 || d->cond.hasApp())
+    return t;
+  IndexVec uv = indexVars("u", static_cast<unsigned>(ci.shape.rank()));
+  Expr cond = d->cond.substitute({uv.begin(), uv.end()}, {t->idx.begin(), t->idx.end()});
+  return constBranch == 0 ? mkSelect(cond, d->args[0], t) : mkSelect(cond, t, d->args[1]);
+}
+
 // The element term of a value-bound leaf. `value: E` with E >= 0 at every
 // admissible size is sum(k in [0, E): 1), the same term a ReduceMean over E
 // elements divides by and a Range index is made of, so `x.sum() / seq_len`
@@ -635,7 +656,7 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
       return shapeValueTerm(*v.value, idx, level);
     if (!v.term)
       return nullptr;
-    return instantiate(v.term, indexVars("i", static_cast<unsigned>(v.shape->rank())), idx, level);
+    return exposeMask(instantiate(v.term, indexVars("i", static_cast<unsigned>(v.shape->rank())), idx, level));
   };
   // Shape arithmetic (Gather/Unsqueeze/Concat on Shape outputs): the values
   // are known symbolically, no element map is needed.
