@@ -239,6 +239,9 @@ llvm::Expected<OpResult> inferRange(const OpInputs &in) {
     return userError("node " + describe(in.node) + ": Range with delta 0");
   Expr len = *d > 0 ? ceilDiv(*limit - *start, Expr::intConst(*d)) : ceilDiv(*start - *limit, Expr::intConst(-*d));
   len = len.simplify();
+  if (len.hasApp())
+    return unsupportedError("node " + describe(in.node) + ": the length of Range depends on data (" + len.str() +
+                            "); bind it with `value:` in the spec");
   if (!in.nonNegative || !in.nonNegative(len))
     len = max(len, Expr::intConst(0)).simplify();
   OpResult r = one(Shape{{len}}, in.dtypes[0]);

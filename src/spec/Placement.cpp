@@ -125,8 +125,8 @@ Placement fromMap(const YamlDoc &doc, const MapView::Entry &e, const std::string
     return p;
   }
   if (!kindKey)
-    fail(what + " needs one of 'shard', 'replicated', 'partial', 'relation' or a value binding "
-                "('value', 'fill', 'each')",
+    fail(what + " needs one of 'shard', 'replicated', 'partial' or 'relation' (integer inputs may "
+                "instead bind their values with 'value', 'fill' or 'each')",
          m.loc());
 
   Placement p;

@@ -19,6 +19,10 @@ Implementations (`padattn_<name>.onnx`, world size 1):
   instead of seq_len (it masks nothing): wrong exactly when padded > seq.
 - `finite`: an additive -1e4 mask. Numerically exp(-1e4) underflows to 0, but
   the masked columns are not exactly zero: never VERIFIED (it stays UNKNOWN).
+- per-row lengths (`padlen_<name>`, reference `padlen_ref`): a key mask per
+  batch row from `lengths` (int64 [batch], each in [1, seq], bound with
+  `each:`), in the reference too; `ok` is correct, bug `offbyone` keeps key
+  lengths[b] (wrong exactly for rows shorter than padded).
 - pooling (`padpool_<name>`, reference: y = mean over the sequence of
   attention rows): `masked` sums the real rows and divides by seq_len
   (correct); bug `leak` takes the mean over all padded rows.
@@ -62,6 +66,24 @@ class Attention(nn.Module):
         return y
 
 
+class LengthsAttention(nn.Module):
+    """Attention with a key mask per batch row from `lengths` (int64 [batch],
+    each row's true length): the reference masks keys >= lengths[b] among its
+    `seq` positions, the padded implementation among `padded` positions; with
+    `ok=False` the mask keeps key lengths[b] too (off by one)."""
+
+    def __init__(self, ok=True):
+        super().__init__()
+        self.ok = ok
+
+    def forward(self, x, wq, wk, wv, lengths):
+        s = (x @ wq) @ (x @ wk).transpose(1, 2) / math.sqrt(D)
+        pos = torch.arange(x.shape[1])
+        keep = pos[None, :] < lengths[:, None] if self.ok else pos[None, :] <= lengths[:, None]
+        s = s.masked_fill(~keep[:, None, :], float("-inf"))
+        return torch.softmax(s, dim=-1) @ (x @ wv)
+
+
 def _args(n):
     return (torch.randn(2, n, D), torch.randn(D, D), torch.randn(D, D), torch.randn(D, D))
 
@@ -78,6 +100,15 @@ def generate(out):
         export(Attention(mask), _args(5) + (seq_len,), NAMES + ["seq_len"], ["y"], pad_axes,
                f"{out}/padattn_{mask}.onnx")
     export(Attention(causal=True), _args(5), NAMES, ["y"], pad_axes, f"{out}/padattn_causal.onnx")
+    lengths = torch.tensor([3, 5], dtype=torch.int64)
+    len_ref_axes = dict(ref_axes, lengths={0: "batch"})
+    len_pad_axes = dict(pad_axes, lengths={0: "batch"})
+    export(LengthsAttention(), _args(5) + (lengths,), NAMES + ["lengths"], ["y"], len_ref_axes,
+           f"{out}/padlen_ref.onnx")
+    export(LengthsAttention(), _args(7) + (lengths,), NAMES + ["lengths"], ["y"], len_pad_axes,
+           f"{out}/padlen_ok.onnx")
+    export(LengthsAttention(ok=False), _args(7) + (lengths,), NAMES + ["lengths"], ["y"], len_pad_axes,
+           f"{out}/padlen_offbyone.onnx")
     export(Attention(pool="mean"), _args(5), NAMES, ["y"], pool_ref_axes, f"{out}/padpool_ref.onnx")
     export(Attention("keymask", pool="masked"), _args(5) + (seq_len,), NAMES + ["seq_len"], ["y"], pool_pad_axes,
            f"{out}/padpool_masked.onnx")

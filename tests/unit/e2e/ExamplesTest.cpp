@@ -113,6 +113,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"pad_attn_offbyone.yaml", 1, "counterexample: batch=1, padded=2, seq=1, y[0, 0, 0]"},
         Case{"pad_attn_wronglen.yaml", 1, "counterexample: batch=1, padded=2, seq=1, y[0, 0, 0]"},
         Case{"pad_pool_leak.yaml", 1, "counterexample: batch=1, padded=3, seq=2, rank 0, y[0, 0]"},
+        Case{"pad_pool_masked.yaml", 0, "VERIFIED"},
+        // Per-row lengths as data (`lengths: {each: {min: 1, max: seq}}`).
+        Case{"pad_lengths_ok.yaml", 0, "VERIFIED"},
+        Case{"pad_lengths_offbyone.yaml", 1, "counterexample: batch=1, padded=2, seq=1, y[0, 0, 0]"},
         // A finite additive mask (-1e4) is not an exact proof, and the numbers
         // cannot tell it apart (exp underflows): never VERIFIED.
         Case{"pad_attn_finite.yaml", 2, "y: UNKNOWN"},
