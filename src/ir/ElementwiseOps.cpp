@@ -85,9 +85,45 @@ Term cast(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, 
   // types) keeps the value; a cast from floating to integer rounds, so it stays opaque.
   DType from = in.dtypes[0], to = r.dtypes[0];
   Term x = read(0, idx, level);
+  // A boolean mask built from index conditions or bound integer data
+  // (arange(padded) < seq_len) cast to numbers is the 0/1 Select on that
+  // condition, so a product with it is a masked term the prover splits.
+  if (from == DType::Bool && to != DType::Bool && in.indexValue)
+    if (auto v = in.indexValue(x))
+      return mkSelect(*v != smt::Expr::intConst(0), mkConst(1), mkConst(0));
   if (isFloating(to) || (!isFloating(from) && to != DType::Bool))
     return x;
   return mkApply(Fn::Opaque, {x}, std::string("Cast:") + toString(to));
+}
+
+// Clip: min(max(x, lo), hi), bounds as optional inputs (opset >= 11) or
+// attributes `min`/`max` (before). ONNX sets every element to `max` when
+// min > max, which min(max(x, lo), hi) also gives.
+llvm::Expected<OpResult> inferClip(const OpInputs &in) {
+  auto r = inferSame(in);
+  if (!r)
+    return r.takeError();
+  for (unsigned i = 1; i < 3; ++i)
+    if (in.has(i) && in.shapes[i]->rank() != 0)
+      return userError("node " + describe(in.node) + ": Clip bounds must be scalars");
+  return r;
+}
+
+Term clip(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  Term x = read(0, idx, level);
+  auto bound = [&](unsigned i, const char *attr) -> Term {
+    if (in.has(i))
+      return read(i, {}, level);
+    if (in.opset < 11)
+      if (const Attribute *a = in.node.attr(attr))
+        return mkConst(a->f);
+    return nullptr;
+  };
+  if (Term lo = bound(1, "min"))
+    x = mkApply(Fn::Max2, {x, lo});
+  if (Term hi = bound(2, "max"))
+    x = mkApply(Fn::Min2, {x, hi});
+  return x;
 }
 
 } // namespace
@@ -118,6 +154,7 @@ std::vector<OpDef> elementwiseOps() {
       opRow("Min", C::Compute, inferBroadcast, variadic<Fn::Min2>),
       opRow("Sum", C::Compute, inferBroadcast, variadic<Fn::Add>),
       opRow("Cast", C::Compute, inferCast, cast),
+      opRow("Clip", C::Compute, inferClip, clip),
   };
 }
 

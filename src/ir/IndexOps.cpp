@@ -199,6 +199,70 @@ Term trilu(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, c
   return mkSelect(keep, read(0, idx, level), mkConst(0));
 }
 
+// --- Range --------------------------------------------------------------------
+// y[i] = start + i * delta for i < max(ceil((limit - start) / delta), 0). The
+// scalars come from shape arithmetic or from the spec's value bindings (a
+// seq_len passed as data), so the length is symbolic (`seq`); delta must be a
+// constant. The element is index-valued: i is written as sum(k in [0, i): 1),
+// which the integer reasoning reads back as i, so Less(Range, seq_len) builds
+// a mask over index ranges.
+llvm::Expected<OpResult> inferRange(const OpInputs &in) {
+  if (!in.has(0) || !in.has(1) || !in.has(2))
+    return userError("node " + describe(in.node) + " needs start, limit and delta");
+  for (unsigned i = 0; i < 3; ++i)
+    if (in.shapes[i]->rank() != 0)
+      return userError("node " + describe(in.node) + ": start, limit and delta must be scalars");
+  auto scalar = [&](unsigned i, const char *what) -> llvm::Expected<Expr> {
+    if (i < in.values.size() && in.values[i] && in.values[i]->size() == 1)
+      return in.values[i]->vals[0];
+    if (in.inputValue)
+      if (auto v = in.inputValue(i, {}))
+        return *v;
+    return unsupportedError("node " + describe(in.node) + ": " + what +
+                            " is not a constant, shape arithmetic or a spec value binding");
+  };
+  if (isFloating(in.dtypes[0]))
+    return unsupportedError("node " + describe(in.node) + ": Range over floating values");
+  auto start = scalar(0, "start");
+  if (!start)
+    return start.takeError();
+  auto limit = scalar(1, "limit");
+  if (!limit)
+    return limit.takeError();
+  auto delta = scalar(2, "delta");
+  if (!delta)
+    return delta.takeError();
+  auto d = constInt(in.node, delta->simplify(), "delta");
+  if (!d)
+    return d.takeError();
+  if (*d == 0)
+    return userError("node " + describe(in.node) + ": Range with delta 0");
+  Expr len = *d > 0 ? ceilDiv(*limit - *start, Expr::intConst(*d)) : ceilDiv(*start - *limit, Expr::intConst(-*d));
+  len = len.simplify();
+  if (len.hasApp())
+    return unsupportedError("node " + describe(in.node) + ": the length of Range depends on data (" + len.str() +
+                            "); bind it with `value:` in the spec");
+  if (!in.nonNegative || !in.nonNegative(len))
+    len = max(len, Expr::intConst(0)).simplify();
+  OpResult r = one(Shape{{len}}, in.dtypes[0]);
+  r.auxExprs = {start->simplify()};
+  r.aux = {*d};
+  if (auto n = len.asInt(); n && *n <= 64) {
+    IntTensor t;
+    t.dims = {*n};
+    for (int64_t i = 0; i < *n; ++i)
+      t.vals.push_back((r.auxExprs[0] + Expr::intConst(i * *d)).simplify());
+    r.values = {t};
+  }
+  return r;
+}
+
+Term range(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  Term start = r.auxExprs[0].asInt() ? mkConst(static_cast<double>(*r.auxExprs[0].asInt())) : read(0, {}, level);
+  Term i = mkSum(level, Expr::intConst(0), idx[0], mkConst(1));
+  return mkAdd({start, mkMul({mkConst(static_cast<double>(r.aux[0])), i})});
+}
+
 // --- Comparisons, logic and Where ------------------------------------------------
 llvm::Expected<OpResult> inferCompare(const OpInputs &in) {
   bool where = in.node.opType == "Where" && in.dtypes.size() > 1;
@@ -254,6 +318,7 @@ std::vector<OpDef> indexOps() {
       opRow("ConstantOfShape", C::Compute, inferConstantOfShape, constantOfShape),
       opRow("Expand", C::View, inferExpand, expand),
       opRow("Trilu", C::Compute, inferTrilu, trilu),
+      opRow("Range", C::Compute, inferRange, range),
       opRow("Equal", C::Compute, inferCompare, compare),
       opRow("Less", C::Compute, inferCompare, compare),
       opRow("Greater", C::Compute, inferCompare, compare),

@@ -78,6 +78,22 @@ std::optional<IntTensor> foldIntValues(const OpInputs &in, const OpResult &r, un
   IntTensor out;
   out.dims = outDims;
   const std::string &op = n.opType;
+  if (op == "Clip") {
+    // Optional bounds: min(max(x, lo), hi) with the absent ones left out.
+    for (unsigned i = 0; i < 3; ++i)
+      if (in.has(i) && (i >= in.values.size() || !in.values[i] || (i > 0 && in.values[i]->size() != 1)))
+        return std::nullopt;
+    if (!in.has(0) || in.values[0]->size() != static_cast<size_t>(count))
+      return std::nullopt;
+    for (auto v : in.values[0]->vals) {
+      if (in.has(1))
+        v = max(v, in.values[1]->vals[0]);
+      if (in.has(2))
+        v = min(v, in.values[2]->vals[0]);
+      out.vals.push_back(v.simplify());
+    }
+    return out;
+  }
   // Only the data input carries values for layout ops (the rest is the shape).
   size_t nInputs = sameLayout(op) ? 1 : in.values.size();
   std::vector<const IntTensor *> args;

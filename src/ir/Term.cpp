@@ -163,6 +163,12 @@ Term mkApply(Fn f, std::vector<Term> args, std::string name) {
     return mkAdd(std::move(args));
   if (f == Fn::Mul)
     return mkMul(std::move(args));
+  // exp(-inf) = 0 exactly (IEEE and the limit over the reals): what makes a
+  // where(mask, s, -inf) column vanish from a softmax. A finite fill value
+  // (-1e9) stays exp(c): close to zero is not equal.
+  if (f == Fn::Exp && args.size() == 1 && args[0]->kind == TermKind::Const && std::isinf(args[0]->value) &&
+      args[0]->value < 0)
+    return mkConst(0);
   TermNode n{TermKind::Apply};
   n.fn = f;
   n.name = std::move(name);

@@ -27,6 +27,8 @@ struct ClassInfo {
   /// Leaf integer inputs with a spec `values` range [min, max]: their elements
   /// are uninterpreted functions of the index, bounded by it.
   std::optional<std::pair<smt::Expr, smt::Expr>> valueRange;
+  /// `value: E` / `fill: E` in the spec: every element is valueRange->first.
+  bool exactValue = false;
   std::vector<int64_t> dataDims;
 };
 

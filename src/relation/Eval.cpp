@@ -19,6 +19,7 @@ struct Evaluator {
   std::map<std::string, int64_t> env;
   std::map<std::pair<ClassId, std::vector<int64_t>>, double> memo;
   std::map<std::string, ClassId> byFunction; // valueFunction name -> class
+  std::optional<int64_t> intOffset;          // see Replayer
 
   // Work left before giving up; `incomplete` then says the number means nothing.
   uint64_t budget = 50'000'000;
@@ -37,6 +38,8 @@ struct Evaluator {
     auto hi = ci.valueRange->second.eval([this](const std::string &n) { return lookup(n); });
     if (!lo || !hi || *hi < *lo)
       return std::nullopt;
+    if (intOffset)
+      return *lo + std::min(*intOffset, *hi - *lo);
     double u = (leaf(ci.label, idx) + 1.0) / 2.0; // in [0, 1]
     return *lo + std::min<int64_t>(*hi - *lo, static_cast<int64_t>(u * static_cast<double>(*hi - *lo + 1)));
   }
@@ -115,6 +118,23 @@ struct Evaluator {
     return NAN;
   }
 
+  static std::optional<double> maskOp(const std::string &op, const std::vector<double> &a) {
+    auto b = [](bool x) { return x ? 1.0 : 0.0; };
+    if (a.size() == 2) {
+      if (op == "Equal") return b(a[0] == a[1]);
+      if (op == "Less") return b(a[0] < a[1]);
+      if (op == "Greater") return b(a[0] > a[1]);
+      if (op == "LessOrEqual") return b(a[0] <= a[1]);
+      if (op == "GreaterOrEqual") return b(a[0] >= a[1]);
+      if (op == "And") return b(a[0] != 0 && a[1] != 0);
+      if (op == "Or") return b(a[0] != 0 || a[1] != 0);
+    }
+    if (a.size() == 1 && op == "Not") return b(a[0] == 0);
+    if (a.size() == 1 && op == "Cast:bool") return b(a[0] != 0);
+    if (a.size() == 3 && op == "Where") return a[0] != 0 ? a[1] : a[2];
+    return std::nullopt;
+  }
+
   double eval(const Term &t) {
     if (budget == 0) {
       incomplete = true;
@@ -170,6 +190,10 @@ struct Evaluator {
     case Fn::Max2: return std::max(a[0], a[1]);
     case Fn::Min2: return std::min(a[0], a[1]);
     case Fn::Opaque: {
+      // Masks: comparisons, logic, Where and casts to bool compute what the
+      // graph computes (a mask built from data, a finite additive mask).
+      if (auto v = maskOp(t->name, a))
+        return *v;
       // An operator we do not model numerically: a fixed nonlinear function of
       // its arguments, the same on both sides.
       double s = std::hash<std::string>()(t->name) % 97 / 97.0;
@@ -188,8 +212,10 @@ struct Replayer::Impl {
   Evaluator e;
 };
 
-Replayer::Replayer(const ClassTable &classes, std::map<std::string, int64_t> sizes)
-    : impl_(new Impl{Evaluator{classes, std::move(sizes), {}}}) {}
+Replayer::Replayer(const ClassTable &classes, std::map<std::string, int64_t> sizes, std::optional<int64_t> intOffset)
+    : impl_(new Impl{Evaluator{classes, std::move(sizes), {}}}) {
+  impl_->e.intOffset = intOffset;
+}
 Replayer::~Replayer() = default;
 
 double Replayer::at(const Term &t, const std::vector<int64_t> &idx) {

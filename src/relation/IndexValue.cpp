@@ -31,6 +31,21 @@ std::optional<Expr> compareNamed(const std::string &op, const Expr &a, const Exp
 
 } // namespace
 
+// Counts that cannot be negative: numerals >= 0, index variables (they range
+// over [0, dim)), and the values proven >= 0 where their sum(k in [0, E): 1)
+// term was built (valueTerm, shapeValueTerm).
+bool Session::knownNonNegative(const Expr &e) const {
+  if (auto v = e.asInt())
+    return *v >= 0;
+  if (auto n = e.asVar())
+    if (n->size() > 2 && (*n)[1] == '!' && ((*n)[0] == 'u' || (*n)[0] == 'i' || (*n)[0] == 'k'))
+      return true;
+  for (auto &x : provenNonNegative)
+    if (x.same(e))
+      return true;
+  return false;
+}
+
 std::string Session::valueFunction(ClassId c) const { return "val:" + classes[c].label; }
 
 std::optional<Expr> Session::indexValue(const ClassTable &table, const Term &t, int depth) const {
@@ -49,6 +64,9 @@ std::optional<Expr> Session::indexValue(const ClassTable &table, const Term &t, 
       // Only inputs the spec gives a value range are integer data we know of.
       if (&table != &classes || !ci.valueRange)
         return std::nullopt;
+      // A length the spec binds (`seq_len: {value: seq}`) is that expression.
+      if (ci.exactValue)
+        return ci.valueRange->first;
       return Expr::app(valueFunction(t->cls), {t->idx.begin(), t->idx.end()});
     case ClassInfo::Constant: {
       int64_t flat = 0;
@@ -71,8 +89,14 @@ std::optional<Expr> Session::indexValue(const ClassTable &table, const Term &t, 
       return std::nullopt;
     return ite(t->cond, *a, *b);
   }
-  case TermKind::Sum:
-    return std::nullopt;
+  case TermKind::Sum: {
+    // sum(k in [lo, hi): c) = c * max(hi - lo, 0): Range's index-valued elements.
+    auto c = t->args[0]->kind == TermKind::Const ? sub(t->args[0]) : std::nullopt;
+    if (!c)
+      return std::nullopt;
+    Expr n = (t->hi - t->lo).simplify();
+    return (*c * (knownNonNegative(n) ? n : max(n, Expr::intConst(0)))).simplify();
+  }
   case TermKind::Apply:
     break;
   }

@@ -87,10 +87,11 @@ std::optional<std::vector<double>> tabulate(const std::vector<int64_t> &dims, F 
 // output would repeat shared sub-computations exponentially). Reference inputs
 // are their relations evaluated over the ranks' leaf data, so both sides see
 // the same numbers.
-std::optional<std::vector<double>> Session::runReference(int outputId, const std::map<std::string, int64_t> &sizes) {
+std::optional<std::vector<double>> Session::runReference(int outputId, const std::map<std::string, int64_t> &sizes,
+                                                         std::optional<int64_t> intOffset) {
   ClassTable local;
   std::vector<std::optional<ClassId>> mat(ref.values.size());
-  Replayer leaves(classes, sizes);
+  Replayer leaves(classes, sizes, intOffset);
   auto materialize = [&](int id, const std::vector<int64_t> &dims, const std::vector<double> &data) {
     mat[id] = local.constant("ref:" + ref.values[id].name, dims, data);
   };
@@ -222,10 +223,11 @@ std::optional<Counterexample> Session::searchWitness(const Expr &region, int out
       total *= d;
     if (total == 0)
       continue;
+    for (auto offset : intStrategies(sizes)) {
     // The reference side from the interpreter when it can run at these sizes,
     // else from the relation term (fine when that term is shallow).
-    auto refData = runReference(outputId, sizes);
-    Replayer rp(classes, sizes);
+    auto refData = runReference(outputId, sizes, offset);
+    Replayer rp(classes, sizes, offset);
     std::vector<int64_t> idx(dims.size(), 0);
     int64_t flat = 0;
     if (total > kMaxElements) // too many to scan: the point the solver found
@@ -251,6 +253,8 @@ std::optional<Counterexample> Session::searchWitness(const Expr &region, int out
       cex.expectedByInterpreter = refData.has_value();
       cex.actualValue = b;
       cex.replayed = true;
+      if (offset)
+        cex.intInputs = describeIntStrategy(sizes, *offset);
       smt::Model at;
       for (auto &[n, v] : sizes)
         at.values.push_back({n, v});
@@ -264,8 +268,67 @@ std::optional<Counterexample> Session::searchWitness(const Expr &region, int out
       if (!fallback)
         fallback = cex; // keep looking for a finite difference
     } while (total <= kMaxElements && nextIndex(idx, dims));
+    }
   }
   return fallback;
+}
+
+// The widths of the `values` ranges at these sizes (inputs the spec bounds but
+// does not fix).
+static std::vector<int64_t> rangeWidths(const ClassTable &classes, const std::map<std::string, int64_t> &sizes) {
+  std::vector<int64_t> out;
+  auto env = [&](const std::string &n) -> std::optional<int64_t> {
+    auto it = sizes.find(n);
+    return it == sizes.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  };
+  for (ClassId c = 0; c < classes.size(); ++c) {
+    const ClassInfo &ci = classes[c];
+    if (ci.kind != ClassInfo::Leaf || !ci.valueRange || ci.exactValue)
+      continue;
+    auto lo = ci.valueRange->first.eval(env), hi = ci.valueRange->second.eval(env);
+    if (lo && hi && *hi >= *lo)
+      out.push_back(*hi - *lo);
+  }
+  return out;
+}
+
+// How integer inputs are filled, in the order tried: seeded random values
+// first; then, when some input has a `values` range, every element at one
+// value: each value of a range of at most 16 (an id on a shard boundary is
+// what an off-by-one range check gets wrong, and random ids rarely hit it),
+// else both bounds.
+std::vector<std::optional<int64_t>> Session::intStrategies(const std::map<std::string, int64_t> &sizes) const {
+  std::vector<std::optional<int64_t>> out = {std::nullopt};
+  int64_t widest = -1;
+  for (auto w : rangeWidths(classes, sizes))
+    widest = std::max(widest, w);
+  if (widest < 0)
+    return out;
+  if (widest < 16)
+    for (int64_t o = 0; o <= widest; ++o)
+      out.push_back(o);
+  else
+    out.insert(out.end(), {int64_t{0}, widest});
+  return out;
+}
+
+std::string Session::describeIntStrategy(const std::map<std::string, int64_t> &sizes, int64_t offset) const {
+  auto env = [&](const std::string &n) -> std::optional<int64_t> {
+    auto it = sizes.find(n);
+    return it == sizes.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  };
+  std::string out;
+  for (ClassId c = 0; c < classes.size(); ++c) {
+    const ClassInfo &ci = classes[c];
+    if (ci.kind != ClassInfo::Leaf || !ci.valueRange || ci.exactValue)
+      continue;
+    auto lo = ci.valueRange->first.eval(env), hi = ci.valueRange->second.eval(env);
+    if (!lo || !hi || *hi < *lo)
+      continue;
+    out += (out.empty() ? "every element of " : ", of ") + ci.label + " = " +
+           std::to_string(*lo + std::min(offset, *hi - *lo));
+  }
+  return out;
 }
 
 } // namespace shardproof::relation

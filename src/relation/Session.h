@@ -79,10 +79,15 @@ struct Session {
   /// What the op table needs to know of a node's inputs; nullopt (with `why`)
   /// when an input is unsupported or has no known shape.
   std::optional<ir::OpInputs> gatherInputs(const ir::Graph &g, const ir::Node &n,
-                                           const std::vector<ValueInfo> &values, std::string &why) const;
+                                           const std::vector<ValueInfo> &values, std::string &why);
   /// Evaluates one node with the op table; fills `values` for its outputs.
   llvm::Error evalNode(const ir::Graph &g, const ir::Node &n, std::vector<ValueInfo> &values, int rank);
   void boundValues(ClassId c, const spec::Placement &pl);
+  static std::optional<ir::IntTensor> exactValues(const ir::Shape &s, const spec::Placement &pl);
+  Term valueTerm(ClassId c, const spec::Placement &pl);
+  Term exposeMask(const Term &t) const;
+  Term shapeValueTerm(const ir::IntTensor &v, const ir::IndexVec &idx, int level);
+  llvm::Error bindRankOnlyValue(const std::string &name, const spec::Placement &pl);
   ValueInfo constantValue(const std::string &name, const std::shared_ptr<const ir::TensorData> &data);
   /// Element term of a spec relation expression over the ranks' tensors.
   llvm::Expected<std::pair<Term, ir::Shape>> compileRelation(const spec::RelExpr &e);
@@ -93,6 +98,9 @@ struct Session {
   std::optional<smt::Expr> indexValue(const ClassTable &table, const Term &t, int depth = 0) const;
   /// Name of the uninterpreted function giving a leaf integer input's elements.
   std::string valueFunction(ClassId c) const;
+  bool knownNonNegative(const smt::Expr &e) const;
+  /// Integer values proven >= 0 at every admissible size (IndexValue.cpp).
+  std::vector<smt::Expr> provenNonNegative;
   /// `t` rendered with the symbols and index variables of `m` substituted.
   std::string renderAt(const Term &t, const smt::Model &m) const;
   std::string className(ClassId c) const { return classes.label(c); }
@@ -105,10 +113,14 @@ struct Session {
   std::optional<Counterexample> searchWitness(const smt::Expr &region, int outputId, int rank, const ir::Shape &shape,
                                               const Term &expected, const Term &actual);
   std::pair<Term, Term> readableSides(Term a, Term b);
+  /// Ways of filling integer inputs tried at one size (Replay.cpp).
+  std::vector<std::optional<int64_t>> intStrategies(const std::map<std::string, int64_t> &sizes) const;
+  std::string describeIntStrategy(const std::map<std::string, int64_t> &sizes, int64_t offset) const;
   /// Runs the reference graph on numbers at `sizes` (inputs: their relations
   /// over the ranks' leaf data) and returns output `outputId` row-major;
   /// nullopt if some node cannot be evaluated or a tensor is too large.
-  std::optional<std::vector<double>> runReference(int outputId, const std::map<std::string, int64_t> &sizes);
+  std::optional<std::vector<double>> runReference(int outputId, const std::map<std::string, int64_t> &sizes,
+                                                  std::optional<int64_t> intOffset = std::nullopt);
   std::vector<std::string> symbolNames() const;
   /// check --sample: executes the reference graph and the rank side of every
   /// output at random admissible sizes and compares (Replay.cpp).
@@ -135,7 +147,11 @@ outputSides(Session &S, const std::string &name, const spec::Placement &pl);
 /// memoized, so evaluating every element of an output shares the work.
 class Replayer {
 public:
-  Replayer(const ClassTable &classes, std::map<std::string, int64_t> sizes);
+  /// `intOffset`: integer inputs with a `values` range [lo, hi] hold
+  /// min(lo + intOffset, hi) in every element instead of seeded random values
+  /// (witness search tries each value of a small range, and both bounds).
+  Replayer(const ClassTable &classes, std::map<std::string, int64_t> sizes,
+           std::optional<int64_t> intOffset = std::nullopt);
   ~Replayer();
   /// Value of `t` with its free index variables i!0.. set to `idx`.
   double at(const Term &t, const std::vector<int64_t> &idx);

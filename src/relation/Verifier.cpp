@@ -19,6 +19,8 @@ std::string Counterexample::str() const {
       os << (i ? ", " : "") << index[i];
     os << "]";
   }
+  if (!intInputs.empty())
+    os << " (" << intInputs << ")";
   return os.str();
 }
 

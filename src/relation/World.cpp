@@ -66,24 +66,7 @@ llvm::Error Session::setupSymbols() {
   return llvm::Error::success();
 }
 
-// An integer input with a spec `values` range: its elements are the
-// uninterpreted function valueFunction(c) of the index, bounded everywhere in
-// the tensor (a quantified background fact; Z3 instantiates it per lookup).
-void Session::boundValues(ClassId c, const spec::Placement &pl) {
-  if (!pl.values)
-    return;
-  ClassInfo &ci = classes[c];
-  ci.valueRange = pl.values;
-  IndexVec q = indexVars("q", static_cast<unsigned>(ci.shape.rank()));
-  std::vector<Expr> inside;
-  for (size_t d = 0; d < ci.shape.rank(); ++d)
-    inside.push_back(inRange(q[d], Expr::intConst(0), ci.shape.dims[d]));
-  Expr v = Expr::app(valueFunction(c), {q.begin(), q.end()});
-  solver.assume(Expr::forall({q.begin(), q.end()},
-                             smt::implies(smt::conj(inside), pl.values->first <= v && v <= pl.values->second)));
-  result.notes.push_back("values of '" + ci.label + "' assumed in [" + pl.values->first.str() + ", " +
-                         pl.values->second.str() + "]");
-}
+static bool isSource(const Graph &g, int id) { return g.values[id].producer < 0; }
 
 ValueInfo Session::constantValue(const std::string &name, const std::shared_ptr<const TensorData> &data) {
   ValueInfo v;
@@ -113,7 +96,6 @@ ValueInfo Session::constantValue(const std::string &name, const std::shared_ptr<
 }
 
 
-static bool isSource(const Graph &g, int id) { return g.values[id].producer < 0; }
 
 static std::string shardSizeName(const std::string &tensor, int r) { return tensor + "@" + std::to_string(r); }
 
@@ -188,6 +170,12 @@ llvm::Error Session::bindInputs() {
     return expanded.takeError();
   for (auto &[name, pl] : *expanded) {
     auto refId = ref.find(name);
+    if (!refId && pl.valueBinding) {
+      // A size passed as data to the ranks only (seq_len, lengths).
+      if (auto e = bindRankOnlyValue(name, pl))
+        return e;
+      continue;
+    }
     if (!refId || !isSource(ref, *refId))
       return userError("spec input '" + name + "' is not an input or initializer of the reference model " +
                            ref.path + didYouMean(name, refSources()),
@@ -234,8 +222,16 @@ llvm::Error Session::bindInputs() {
       ci.shape = *refShape;
       ClassId c = classes.add(ci);
       boundValues(c, pl);
-      rv.term = mkRead(c, iv);
+      rv.term = valueTerm(c, pl);
+      if (pl.valueBinding) {
+        if (isFloating(rv.dtype))
+          return userError("spec input '" + name + "': '" + std::string(pl.exactValue ? "value" : "each") +
+                               "' binds an integer tensor, but '" + name + "' has a floating type",
+                           pl.loc);
+        rv.value = exactValues(*refShape, pl);
+      }
       for (int r = 0; r < P; ++r) {
+        rankValues[r][rankIds[r]].value = rv.value;
         if (auto e = sameRankAs(rankShapes[r], r))
           return e;
         for (size_t d = 0; d < refShape->rank(); ++d)
@@ -378,11 +374,20 @@ llvm::Error Session::bindInputs() {
 }
 
 std::optional<OpInputs> Session::gatherInputs(const Graph &g, const Node &n, const std::vector<ValueInfo> &values,
-                                              std::string &why) const {
+                                              std::string &why) {
   OpInputs in{n, {}, {}, {}, {}, worldSize()};
   if (auto it = g.opsets.find(""); it != g.opsets.end())
     in.opset = it->second;
   in.indexValue = [this](const Term &t) { return indexValue(classes, t); };
+  in.nonNegative = [this](const Expr &e) {
+    Expr x = e.simplify();
+    if (knownNonNegative(x))
+      return true;
+    if (!prover.implies(x >= Expr::intConst(0), "value.nonnegative"))
+      return false;
+    provenNonNegative.push_back(x);
+    return true;
+  };
   in.inputValue = [this, &values, &n](unsigned i, const IndexVec &idx) -> std::optional<smt::Expr> {
     if (i >= n.inputs.size() || n.inputs[i] < 0 || !values[n.inputs[i]].term || !values[n.inputs[i]].shape)
       return std::nullopt;
@@ -485,9 +490,11 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
   }
   ReadFn read = [&](unsigned input, const IndexVec &idx, int level) -> Term {
     const ValueInfo &v = values[n.inputs[input]];
+    if (!v.term && v.value)
+      return shapeValueTerm(*v.value, idx, level);
     if (!v.term)
       return nullptr;
-    return instantiate(v.term, indexVars("i", static_cast<unsigned>(v.shape->rank())), idx, level);
+    return exposeMask(instantiate(v.term, indexVars("i", static_cast<unsigned>(v.shape->rank())), idx, level));
   };
   // Shape arithmetic (Gather/Unsqueeze/Concat on Shape outputs): the values
   // are known symbolically, no element map is needed.

@@ -11,7 +11,8 @@ namespace shardproof::spec::detail {
 namespace {
 
 const std::vector<std::string> kPlacementKeys = {"shard",   "split",    "sizes", "pad_to_multiple", "replicated",
-                                                 "partial", "relation", "as",    "values"};
+                                                 "partial", "relation", "as",    "values",
+                                                 "value",   "fill",     "each"};
 const std::vector<std::string> kKindKeys = {"shard", "replicated", "partial", "relation"};
 const std::vector<std::string> kSplits = {"even", "chunk", "tensor_split", "sizes", "pad_to_multiple"};
 
@@ -73,8 +74,60 @@ Placement fromMap(const YamlDoc &doc, const MapView::Entry &e, const std::string
            entry.keyLoc);
     kindKey = &entry;
   }
+  // Value bindings (sizes passed as data): replicated integer inputs whose
+  // elements are given by the spec.
+  const MapView::Entry *bindKey = nullptr;
+  for (const char *b : {"value", "fill", "each"})
+    if (const auto *x = m.find(b)) {
+      if (bindKey)
+        fail(what + " gives both '" + bindKey->key + "' and '" + x->key + "'; choose one", x->keyLoc);
+      bindKey = x;
+    }
+  if (bindKey) {
+    if (kindKey && kindKey->key != "replicated")
+      fail(what + ": '" + bindKey->key + "' binds a replicated integer input; it cannot be combined with '" +
+               kindKey->key + "'",
+           bindKey->keyLoc);
+    if (const auto *v = m.find("values"))
+      fail(what + ": '" + bindKey->key + "' already gives the values; drop 'values'", v->keyLoc);
+    for (const char *only : {"split", "sizes", "pad_to_multiple"})
+      if (const auto *x = m.find(only))
+        fail(what + ": '" + only + "' only applies to {shard: K} placements", x->keyLoc);
+    Placement p;
+    p.loc = e.valueLoc;
+    p.kind = Placement::Kind::Replicated;
+    p.valueBinding = true;
+    if (bindKey->key == "each") {
+      MapView vm(doc, bindKey->value, what + ": 'each'", bindKey->keyLoc);
+      vm.allowOnly({"min", "max"});
+      const auto *lo = vm.find("min");
+      const auto *hi = vm.find("max");
+      if (!lo || !hi)
+        fail(what + ": 'each' needs both 'min' and 'max' (inclusive integer expressions)", bindKey->valueLoc);
+      auto bound = [&](const MapView::Entry &b) {
+        if (!b.value.IsScalar())
+          fail(what + ": 'each' bounds must be integer expressions, got " + kindOf(b.value), b.valueLoc);
+        return parseIntExprOrThrow(b.value.Scalar(), syms, doc.textLoc(b.value, b.valueLoc));
+      };
+      p.values = std::make_pair(bound(*lo), bound(*hi));
+    } else {
+      if (!bindKey->value.IsScalar())
+        fail(what + ": '" + bindKey->key + "' must be an integer expression over symbols, got " +
+                 kindOf(bindKey->value),
+             bindKey->valueLoc);
+      smt::Expr v = parseIntExprOrThrow(bindKey->value.Scalar(), syms,
+                                        doc.textLoc(bindKey->value, bindKey->valueLoc));
+      p.values = std::make_pair(v, v);
+      p.exactValue = true;
+    }
+    if (const auto *as = m.find("as"))
+      p.as = getString(*as, what + ": 'as'");
+    return p;
+  }
   if (!kindKey)
-    fail(what + " needs one of 'shard', 'replicated', 'partial' or 'relation'", m.loc());
+    fail(what + " needs one of 'shard', 'replicated', 'partial' or 'relation' (integer inputs may "
+                "instead bind their values with 'value', 'fill' or 'each')",
+         m.loc());
 
   Placement p;
   p.loc = e.valueLoc;

@@ -210,8 +210,13 @@ private:
     if (e.value.IsNull())
       return;
     MapView m(doc_, e.value, "'" + e.key + "'", e.keyLoc);
-    for (auto &entry : m.entries())
-      out.emplace_back(entry.key, parsePlacement(doc_, entry, side, spec_.worldSize, syms));
+    for (auto &entry : m.entries()) {
+      Placement p = parsePlacement(doc_, entry, side, spec_.worldSize, syms);
+      if (side != "input" && (p.valueBinding || p.values))
+        fail(side + " '" + entry.key + "': value bindings ('values', 'value', 'fill', 'each') describe inputs only",
+             entry.valueLoc);
+      out.emplace_back(entry.key, std::move(p));
+    }
   }
 
   const YamlDoc &doc_;

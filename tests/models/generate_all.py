@@ -17,6 +17,7 @@ import vocab  # noqa: E402
 import sp  # noqa: E402
 import tp8  # noqa: E402
 import split  # noqa: E402
+import padding  # noqa: E402
 
 
 def main():
@@ -32,6 +33,7 @@ def main():
     sp.generate(out)
     tp8.generate(out)
     split.generate(out)
+    padding.generate(out)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,9 @@ struct OpInputs {
   std::function<std::optional<smt::Expr>(const Term &)> indexValue;
   /// Integer value of element `idx` of input `i` (for obligations in infer).
   std::function<std::optional<smt::Expr>(unsigned i, const IndexVec &idx)> inputValue;
+  /// Whether an integer expression is >= 0 at every admissible size (a size
+  /// such as `padded - 0`); unset: nothing is known.
+  std::function<bool(const smt::Expr &)> nonNegative;
   bool has(unsigned i) const { return i < shapes.size() && shapes[i].has_value(); }
 };
 

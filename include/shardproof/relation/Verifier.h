@@ -36,6 +36,9 @@ struct Counterexample {
   std::string replay;
   bool expectedByInterpreter = false; // reference number from running its graph
   double expectedValue = 0, actualValue = 0;
+  /// How integer inputs with a `values` range were filled when not at random
+  /// ("every element of input_ids is 5"); empty for the seeded random draw.
+  std::string intInputs;
   std::string str() const;
 };
 

@@ -78,6 +78,12 @@ struct Placement {
   /// Inputs only: an integer tensor's element values lie in [min, max]
   /// (token ids in [0, vocab - 1]); what data-dependent lookups may assume.
   std::optional<std::pair<smt::Expr, smt::Expr>> values;
+  /// Inputs only (`value: E`, `fill: E`): every element equals E exactly (then
+  /// `values` is [E, E]); the input may be a rank-only input (a length passed
+  /// as data) that the reference does not have.
+  bool exactValue = false;
+  /// `value`, `fill` or `each`: a value binding, replicated on every rank.
+  bool valueBinding = false;
   SrcLoc loc;
 };
 

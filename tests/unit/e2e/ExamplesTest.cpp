@@ -105,6 +105,21 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"seq_pos_even_tp3.yaml", 0, "VERIFIED"},
         Case{"seq_pos_chunk_tp3.yaml", 1, "counterexample: batch=1, seq=5, /mlp/fc1/MatMul_output_0[0, 4, 0]"},
         Case{"seq_pos_tensor_split_tp3.yaml", 1, "counterexample: batch=1, seq=4, /mlp/fc1/MatMul_output_0[0, 2, 0]"},
+        // Padded batches against the unpadded reference, the true length passed
+        // as data (`seq_len: {value: seq}`): key masks with -inf, causal masks,
+        // pooling. The bugs are wrong only where padded > seq.
+        Case{"pad_attn_keymask.yaml", 0, "VERIFIED"},
+        Case{"pad_attn_causal.yaml", 0, "VERIFIED"},
+        Case{"pad_attn_offbyone.yaml", 1, "counterexample: batch=1, padded=2, seq=1, y[0, 0, 0]"},
+        Case{"pad_attn_wronglen.yaml", 1, "counterexample: batch=1, padded=2, seq=1, y[0, 0, 0]"},
+        Case{"pad_pool_leak.yaml", 1, "counterexample: batch=1, padded=3, seq=2, rank 0, y[0, 0]"},
+        Case{"pad_pool_masked.yaml", 0, "VERIFIED"},
+        // Per-row lengths as data (`lengths: {each: {min: 1, max: seq}}`).
+        Case{"pad_lengths_ok.yaml", 0, "VERIFIED"},
+        Case{"pad_lengths_offbyone.yaml", 1, "counterexample: batch=1, padded=2, seq=1, y[0, 0, 0]"},
+        // A finite additive mask (-1e4) is not an exact proof, and the numbers
+        // cannot tell it apart (exp underflows): never VERIFIED.
+        Case{"pad_attn_finite.yaml", 2, "y: UNKNOWN"},
         // Eight ranks.
         Case{"mlp_tp8.yaml", 0, "VERIFIED"},
         Case{"gpt8h_tp8.yaml", 0, "VERIFIED"},
@@ -186,7 +201,8 @@ TEST(Replay, AVerifiedCheckHasNothingToReplay) {
 // --sample executes both sides at random sizes; on a correct implementation
 // every element agrees (a disagreement would be exit 4, an internal error).
 TEST(Sample, ExecutionAgreesWithEveryVerifiedProof) {
-  for (const char *spec : {"mlp_tp2.yaml", "seq_chunk_tp3.yaml", "seq_pad_tp2.yaml", "vocab_pad_tp4.yaml"}) {
+  for (const char *spec : {"mlp_tp2.yaml", "seq_chunk_tp3.yaml", "seq_pad_tp2.yaml", "vocab_pad_tp4.yaml",
+                           "pad_attn_keymask.yaml", "pad_lengths_ok.yaml"}) {
     auto r = runShardproof("check --no-table --sample 3 " + example(spec));
     EXPECT_EQ(r.exitCode, 0) << spec << "\n" << r.out;
     EXPECT_NE(r.out.find("Sampled execution (3 random admissible sizes, "), std::string::npos) << r.out;

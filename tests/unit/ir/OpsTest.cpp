@@ -44,12 +44,13 @@ struct Apply {
   Node node;
   std::vector<std::optional<Shape>> shapes;
   std::vector<std::optional<IntTensor>> values;
+  DType dtype;
   std::optional<OpResult> result;
   std::string error;
 
   Apply(const std::string &op, std::vector<std::optional<Shape>> in, std::map<std::string, Attribute> attrs = {},
-        std::vector<std::optional<IntTensor>> vals = {}, size_t outputs = 1)
-      : shapes(std::move(in)), values(std::move(vals)) {
+        std::vector<std::optional<IntTensor>> vals = {}, size_t outputs = 1, DType dtype = DType::Float)
+      : shapes(std::move(in)), values(std::move(vals)), dtype(dtype) {
     node.name = "/m/" + op;
     node.opType = op;
     node.attrs = std::move(attrs);
@@ -68,7 +69,7 @@ struct Apply {
   }
   OpInputs inputs() const {
     OpInputs in{node, shapes, {}, values, {}, 1};
-    in.dtypes.assign(shapes.size(), DType::Float);
+    in.dtypes.assign(shapes.size(), dtype);
     in.data.assign(shapes.size(), nullptr);
     return in;
   }
@@ -211,6 +212,57 @@ TEST(IndexMap, SubIsAddOfANegation) {
   std::string e = a.element();
   EXPECT_NE(e.find("in0[i!0]"), std::string::npos) << e;
   EXPECT_NE(e.find("-1"), std::string::npos) << e;
+}
+
+IntTensor scalar(Expr v) {
+  IntTensor t;
+  t.vals.push_back(v);
+  return t;
+}
+
+// torch.arange(seq_len) with seq_len a value the spec binds to `n`.
+TEST(IndexMap, RangeHasASymbolicLengthAndIndexValuedElements) {
+  Apply a("Range", {shape({}), shape({}), shape({})}, {}, {scalar(num(0)), scalar(sym("n")), scalar(num(1))}, 1,
+          DType::Int64);
+  // Without knowing n >= 0 the length is clamped at 0.
+  EXPECT_NE(a.outShape().find("n"), std::string::npos) << a.outShape();
+  EXPECT_NE(a.outShape().find("0"), std::string::npos) << a.outShape();
+  EXPECT_EQ(a.element(), "sum(k!0 in [0, i!0): 1)");
+}
+
+TEST(IndexMap, RangeWithAStepCountsItsElementsAndKnowsTheirValues) {
+  Apply a("Range", {shape({}), shape({}), shape({})}, {}, {scalar(num(1)), scalar(num(7)), scalar(num(2))}, 1,
+          DType::Int64);
+  EXPECT_EQ(a.outShape(), "[3]");
+  ASSERT_TRUE(a.result && !a.result->values.empty() && a.result->values[0]);
+  ASSERT_EQ(a.result->values[0]->size(), 3u);
+  EXPECT_EQ(a.result->values[0]->vals[2].asInt(), 5);
+  EXPECT_EQ(a.element(), "(1 + (2 * sum(k!0 in [0, i!0): 1)))");
+}
+
+TEST(IndexMap, RangeWithASymbolicStepIsNotGuessed) {
+  Apply a("Range", {shape({}), shape({}), shape({})}, {}, {scalar(num(0)), scalar(num(8)), scalar(sym("d"))}, 1,
+          DType::Int64);
+  EXPECT_FALSE(a.result.has_value());
+  EXPECT_NE(a.error.find("delta must be a constant"), std::string::npos) << a.error;
+}
+
+TEST(IndexMap, ClipIsMinOfMaxWithTheOptionalBounds) {
+  Apply both("Clip", {shape({sym("s"), num(4)}), shape({}), shape({})});
+  EXPECT_EQ(both.outShape(), "[s, 4]");
+  EXPECT_EQ(both.element(), "min(max(in0[i!0, i!1], in1[]), in2[])");
+  Apply lowOnly("Clip", {shape({sym("s")}), shape({}), std::nullopt});
+  EXPECT_EQ(lowOnly.element(), "max(in0[i!0], in1[])");
+}
+
+TEST(ShapeValues, ClipFoldsIntegerValues) {
+  Apply a("Clip", {shape({num(2)}), shape({}), std::nullopt}, {}, {ints({-3, 5}), scalar(num(0)), std::nullopt}, 1,
+          DType::Int64);
+  ASSERT_TRUE(a.result.has_value()) << a.error;
+  auto v = foldIntValues(a.inputs(), *a.result, 0);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->vals[0].asInt(), 0);
+  EXPECT_EQ(v->vals[1].asInt(), 5);
 }
 
 TEST(OpTable, UnknownOpsAreNotGuessed) {

@@ -310,8 +310,33 @@ INSTANTIATE_TEST_SUITE_P(
                 "'reference' must be a string, got a map", "2:12"},
         // A token-id range needs both ends: a silent default would be a guess.
         ErrCase{"ValuesWithoutMax", withImpl("inputs:\n  ids: {replicated: true, values: {min: 0}}\n"),
-                "'values' needs both 'min' and 'max'", "7:35"}),
+                "'values' needs both 'min' and 'max'", "7:35"},
+        // Value bindings (a length passed as data) are replicated inputs.
+        ErrCase{"ValueBindingWithShard", withImpl("inputs:\n  n: {value: seq, shard: 1}\n"),
+                "'value' binds a replicated integer input; it cannot be combined with 'shard'", "7:7"},
+        ErrCase{"EachWithoutMax", withImpl("inputs:\n  lengths: {each: {min: 1}}\n"),
+                "'each' needs both 'min' and 'max'", "7:19"},
+        ErrCase{"ValueBindingOnAnOutput", withImpl("outputs:\n  y: {value: seq}\n"),
+                "value bindings ('values', 'value', 'fill', 'each') describe inputs only", "7:6"}),
     [](const ::testing::TestParamInfo<ErrCase> &i) { return std::string(i.param.name); });
+
+TEST(SpecLoader, ValueBindingsGiveTheElementsOfAnIntegerInput) {
+  auto s = parseSpec(withImpl("inputs:\n  seq_len: {value: \"seq - 1\"}\n  lengths: {each: {min: 1, max: seq}}\n"),
+                     "spec.yaml");
+  ASSERT_TRUE(bool(s)) << errorOf(std::move(s));
+  const Placement &v = placementOf(s->inputs, "seq_len");
+  EXPECT_TRUE(v.valueBinding);
+  EXPECT_TRUE(v.exactValue);
+  EXPECT_EQ(v.kind, Placement::Kind::Replicated);
+  ASSERT_TRUE(v.values.has_value());
+  EXPECT_EQ(evalWith(v.values->first, {{"seq", 5}}).asInt(), 4);
+  EXPECT_EQ(evalWith(v.values->second, {{"seq", 5}}).asInt(), 4);
+  const Placement &e = placementOf(s->inputs, "lengths");
+  EXPECT_TRUE(e.valueBinding);
+  EXPECT_FALSE(e.exactValue); // each element its own unknown in [1, seq]
+  EXPECT_EQ(evalWith(e.values->first, {{"seq", 5}}).asInt(), 1);
+  EXPECT_EQ(evalWith(e.values->second, {{"seq", 5}}).asInt(), 5);
+}
 
 TEST(SpecLoader, DefaultsWhenOptionalSectionsAreAbsent) {
   auto s = parseSpec(withImpl(""), "spec.yaml");
