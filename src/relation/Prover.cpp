@@ -8,13 +8,20 @@ using smt::Expr;
 using namespace ir;
 
 // Ids are stable while the key holds the ASTs alive, so comparing them is exact.
-bool Prover::QueryKey::operator<(const QueryKey &o) const {
-  if (path.size() != o.path.size())
-    return path.size() < o.path.size();
+bool Prover::QueryKey::operator==(const QueryKey &o) const {
+  if (path.size() != o.path.size() || !cond.same(o.cond))
+    return false;
   for (size_t i = 0; i < path.size(); ++i)
-    if (path[i].id() != o.path[i].id())
-      return path[i].id() < o.path[i].id();
-  return cond.id() < o.cond.id();
+    if (!path[i].same(o.path[i]))
+      return false;
+  return true;
+}
+
+size_t Prover::QueryKeyHash::operator()(const QueryKey &k) const {
+  size_t h = k.cond.id();
+  for (auto &p : k.path)
+    h = h * 1000003u ^ p.id();
+  return h;
 }
 
 bool Prover::implies(const Expr &cond, const char *query) {
@@ -129,6 +136,7 @@ static std::optional<std::pair<Expr, bool>> splitPoint(const Expr &cond, const s
 }
 
 Term Prover::normalize(const Term &t, int level) {
+  ++rewriteSteps_;
   switch (t->kind) {
   case TermKind::Const:
   case TermKind::Read:
@@ -484,6 +492,7 @@ std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches
 }
 
 Term Prover::cover(const Term &t, int level, unsigned &matches) {
+  ++rewriteSteps_;
   switch (t->kind) {
   case TermKind::Const:
   case TermKind::Read:

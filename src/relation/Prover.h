@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace shardproof::relation {
@@ -72,6 +73,8 @@ public:
   /// Terms larger than this are compared as they are, not normalized first.
   void setMaxTermNodes(size_t n) { maxTermNodes_ = n; }
   unsigned cacheHits() const { return cacheHits_; }
+  /// normalize and cover steps taken (for --stats).
+  uint64_t rewriteSteps() const { return rewriteSteps_; }
 
 private:
   Term normalizeSum(const Term &t, int level);
@@ -103,10 +106,14 @@ private:
   struct QueryKey {
     std::vector<smt::Expr> path;
     smt::Expr cond;
-    bool operator<(const QueryKey &o) const;
+    bool operator==(const QueryKey &o) const;
   };
-  std::map<QueryKey, bool> impliesCache_, feasibleCache_;
+  struct QueryKeyHash {
+    size_t operator()(const QueryKey &k) const;
+  };
+  std::unordered_map<QueryKey, bool, QueryKeyHash> impliesCache_, feasibleCache_;
   unsigned cacheHits_ = 0;
+  uint64_t rewriteSteps_ = 0;
   size_t maxTermNodes_ = SIZE_MAX;
   bool sawUnknown_ = false;
   std::string unknownReason_;
