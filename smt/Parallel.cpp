@@ -138,7 +138,7 @@ unsigned Solver::provePrefetch(const std::string &name, const std::vector<Expr> 
   unsigned n = 0;
   for (size_t i = 0; i < todo.size(); ++i)
     if (proved[i]) {
-      cache_[todo[i].id()] = {todo[i], CheckResult{Result::Unsat, {}, ""}};
+      cache_[todo[i].id()] = {todo[i], CheckResult{Result::Unsat, {}, ""}, true};
       ++n;
     }
   auto &st = stats_[name + ".parallel"];

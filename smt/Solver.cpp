@@ -169,13 +169,13 @@ struct Outcome {
 // One check of `formula` on `s` (assumptions already in it); reads the model or
 // the reason while the solver still holds them.
 Outcome checkOn(Z3_context c, Z3_solver s, detail::Watchdog &dog, const Expr &formula, unsigned timeoutMs,
-                bool scoped) {
+                bool scoped, bool wantModel) {
   Outcome o;
   if (scoped)
     Z3_solver_push(c, s);
   Z3_solver_assert(c, s, formula.raw());
   o.res = dog.check(c, s, timeoutMs, o.timedOut);
-  if (o.res == Z3_L_TRUE && !detail::memoryOut()) {
+  if (o.res == Z3_L_TRUE && wantModel && !detail::memoryOut()) {
     Z3_model m = Z3_solver_get_model(c, s);
     Z3_model_inc_ref(c, m);
     o.model = extractModel(c, m);
@@ -196,7 +196,7 @@ void Solver::setIncremental(bool on) {
   impl_->drop();
 }
 
-CheckResult Solver::run(const std::string &name, const Expr &formula, bool freshSolver) {
+CheckResult Solver::run(const std::string &name, const Expr &formula, bool freshSolver, bool wantModel) {
   CheckResult r;
   auto &st = stats_[name];
   if (!formula.isValid()) {
@@ -213,7 +213,8 @@ CheckResult Solver::run(const std::string &name, const Expr &formula, bool fresh
       return r;
     }
   if (memo_)
-    if (auto it = cache_.find(formula.id()); it != cache_.end() && it->second.formula.same(formula)) {
+    if (auto it = cache_.find(formula.id());
+        it != cache_.end() && it->second.formula.same(formula) && (it->second.hasModel || !wantModel)) {
       ++st.cached;
       ++cacheHits_;
       return it->second.result;
@@ -244,7 +245,9 @@ CheckResult Solver::run(const std::string &name, const Expr &formula, bool fresh
   detail::resetMemoryOut();
   Z3_context c = ctx();
   Outcome o;
-  bool fresh = !I.incremental || freshSolver;
+  // A query that wants a model gets a fresh solver: the incremental one's
+  // model would depend on the queries before it (and so on --jobs).
+  bool fresh = !I.incremental || freshSolver || wantModel;
   if (!fresh) {
     if (!I.inc) {
       I.inc = Z3_mk_simple_solver(c);
@@ -252,7 +255,7 @@ CheckResult Solver::run(const std::string &name, const Expr &formula, bool fresh
     }
     for (; I.asserted < assumptions_.size(); ++I.asserted)
       Z3_solver_assert(c, I.inc, assumptions_[I.asserted].raw());
-    o = checkOn(c, I.inc, I.watchdog, formula, timeoutMs, /*scoped=*/true);
+    o = checkOn(c, I.inc, I.watchdog, formula, timeoutMs, /*scoped=*/true, wantModel);
     if (o.res == Z3_L_UNDEF) {
       // A canceled solver is not reused, and an incomplete answer of the
       // incremental core is asked again of a fresh solver (its tactics for
@@ -270,7 +273,7 @@ CheckResult Solver::run(const std::string &name, const Expr &formula, bool fresh
     Z3_solver_inc_ref(c, s);
     for (auto &a : assumptions_)
       Z3_solver_assert(c, s, a.raw());
-    o = checkOn(c, s, I.watchdog, formula, timeoutMs, /*scoped=*/false);
+    o = checkOn(c, s, I.watchdog, formula, timeoutMs, /*scoped=*/false, wantModel);
     Z3_solver_dec_ref(c, s);
   }
   bool memoryOut = detail::memoryOut();
@@ -302,7 +305,7 @@ CheckResult Solver::run(const std::string &name, const Expr &formula, bool fresh
     ++st.unknown;
   }
   if (memo_ && cacheable)
-    cache_[formula.id()] = {formula, r};
+    cache_[formula.id()] = {formula, r, wantModel || r.result != Result::Sat};
   st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -326,22 +329,22 @@ void Solver::setMemoryLimitMb(unsigned mb) {
   Z3_global_param_set("memory_max_size", std::to_string(mb).c_str());
 }
 
-CheckResult Solver::check(const std::string &name, const Expr &formula) {
+CheckResult Solver::check(const std::string &name, const Expr &formula, bool wantModel) {
   if (auto b = formula.asBool(); b && !*b) {
     ++stats_[name].trivial;
     return {Result::Unsat, {}, ""};
   }
-  return run(name, formula);
+  return run(name, formula, false, wantModel);
 }
 
-Proof Solver::prove(const std::string &name, const Expr &goal) {
+Proof Solver::prove(const std::string &name, const Expr &goal, bool wantCounterexample) {
   Proof p;
   if (auto b = goal.asBool(); b && *b) {
     ++stats_[name].trivial;
     p.status = Proof::Proved;
     return p;
   }
-  CheckResult r = run(name, !goal);
+  CheckResult r = run(name, !goal, false, wantCounterexample);
   switch (r.result) {
   case Result::Unsat: p.status = Proof::Proved; break;
   case Result::Sat:

@@ -68,12 +68,14 @@ public:
   const std::vector<Expr> &assumptions() const { return assumptions_; }
 
   /// Is `formula` satisfiable together with the assumptions?
-  CheckResult check(const std::string &name, const Expr &formula);
+  /// Without `wantModel` a Sat answer carries no model (cheaper: Z3 builds none).
+  CheckResult check(const std::string &name, const Expr &formula, bool wantModel = true);
   /// Does `goal` hold for every assignment satisfying the assumptions?
   /// Constant-folded goals are answered without the solver.
-  Proof prove(const std::string &name, const Expr &goal);
+  /// Without `wantCounterexample` a refutation carries no model.
+  Proof prove(const std::string &name, const Expr &goal, bool wantCounterexample = true);
   /// Cheap entailment for simplification: true only if proved (Unknown -> false).
-  bool entails(const std::string &name, const Expr &goal) { return prove(name, goal).proved(); }
+  bool entails(const std::string &name, const Expr &goal) { return prove(name, goal, false).proved(); }
 
   /// Shrinks a model of `formula`: minimises `vars` one after another (in the
   /// given order) towards their smallest admissible values.
@@ -119,7 +121,7 @@ public:
 private:
   /// `freshSolver`: a new Z3 solver whatever the mode, so that the model does
   /// not depend on earlier queries (the final model of a counterexample).
-  CheckResult run(const std::string &name, const Expr &formula, bool freshSolver = false);
+  CheckResult run(const std::string &name, const Expr &formula, bool freshSolver = false, bool wantModel = true);
   void dump(const std::string &name, const Expr &formula);
   struct Impl; // the Z3 solver and the watchdog thread (Solver.cpp)
   std::unique_ptr<Impl> impl_;
@@ -129,6 +131,7 @@ private:
   struct Cached {
     Expr formula;
     CheckResult result;
+    bool hasModel; // a Sat result asked without a model has none
   };
   std::unordered_map<unsigned, Cached> cache_;
   unsigned cacheHits_ = 0;

@@ -36,7 +36,7 @@ bool Prover::implies(const Expr &cond, const char *query) {
     ++cacheHits_;
     return it->second;
   }
-  smt::Proof pr = solver_.prove(query, smt::implies(pathCond(), c));
+  smt::Proof pr = solver_.prove(query, smt::implies(pathCond(), c), /*wantCounterexample=*/false);
   if (pr.status == smt::Proof::Unknown) {
     sawUnknown_ = true;
     unknownReason_ = std::string(query) + ": " + pr.reason;
@@ -55,7 +55,7 @@ bool Prover::feasible(const Expr &cond, const char *query) {
     ++cacheHits_;
     return it->second;
   }
-  smt::CheckResult r = solver_.check(query, pathCond() && c);
+  smt::CheckResult r = solver_.check(query, pathCond() && c, /*wantModel=*/false);
   bool f = r.result != smt::Result::Unsat; // unknown counts as feasible: keeps the region
   feasibleCache_[key] = f;
   return f;
