@@ -120,6 +120,8 @@ unsigned Solver::provePrefetch(const std::string &name, const std::vector<Expr> 
       return 0;
     timeoutMs = static_cast<unsigned>(std::min<long long>(timeoutMs, left.count()));
   }
+  if (timeoutMs == 0)
+    return 0;
   for (auto &f : todo)
     dump(name, f);
   auto t0 = std::chrono::steady_clock::now();

@@ -239,6 +239,14 @@ CheckResult Solver::run(const std::string &name, const Expr &formula, bool fresh
       budgetBound = true;
     }
   }
+  if (timeoutMs == 0) {
+    // No time at all: not even a query Z3 would answer before our watchdog
+    // wakes up counts (that race made --solver-timeout 0 depend on the load).
+    r.result = Result::Unknown;
+    r.reason = "solver timeout after 0 ms";
+    ++st.unknown;
+    return r;
+  }
   if (!impl_)
     impl_ = std::make_unique<Impl>();
   Impl &I = *impl_;

@@ -131,3 +131,16 @@ TEST(SolverParallel, ATimeoutInAWorkerIsNeverAProof) {
   EXPECT_EQ(s.provePrefetch("hard", {!fermat, !(fermat && a > k(1))}, 2), 0u);
   EXPECT_NE(s.prove("hard", !fermat).status, Proof::Proved);
 }
+
+// A fast incremental query can finish before the watchdog thread wakes up: a
+// zero timeout must still mean no solver answer at all, not one that depends
+// on the machine's load.
+TEST(SolverIncremental, ZeroTimeoutAnswersUnknownEvenForAnEasyGoal) {
+  Solver s(0);
+  Expr x = sym("x");
+  for (int i = 0; i < 20; ++i) {
+    Proof p = s.prove("easy", x * x + k(i) >= k(0));
+    ASSERT_EQ(p.status, Proof::Unknown);
+    EXPECT_EQ(p.reason, "solver timeout after 0 ms");
+  }
+}
