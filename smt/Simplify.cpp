@@ -331,7 +331,7 @@ Expr Expr::simplify() const {
   Expr s = simplifyUncached();
   if (!s.isValid())
     return s; // out of memory under --solver-memory: not an answer to keep
-  if (memo.size() >= (1u << 21))
+  if (memo.size() >= (1u << 21)) // a bound on the ASTs it keeps alive
     memo.clear();
   memo[id()] = {*this, s};
   return s;
