@@ -3,11 +3,7 @@
 #include "smt/Watchdog.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -197,6 +193,13 @@ void Solver::setIncremental(bool on) {
 }
 
 CheckResult Solver::run(const std::string &name, const Expr &formula, bool freshSolver, bool wantModel) {
+  CheckResult r = runUncounted(name, formula, freshSolver, wantModel);
+  if (r.result == Result::Unknown || r.result == Result::Error)
+    ++undecided_;
+  return r;
+}
+
+CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, bool freshSolver, bool wantModel) {
   CheckResult r;
   auto &st = stats_[name];
   if (!formula.isValid()) {

@@ -101,6 +101,8 @@ public:
   /// Queries that reached Z3 (not folded, not cached).
   unsigned totalQueries() const;
   unsigned cacheHits() const { return cacheHits_; }
+  /// Answers Unknown or Error so far, cached ones included.
+  unsigned undecided() const { return undecided_; }
 
   /// Result cache on the final formula (default on). Off: every query is
   /// solved again (`check --no-memo`, to compare verdicts).
@@ -122,6 +124,7 @@ private:
   /// `freshSolver`: a new Z3 solver whatever the mode, so that the model does
   /// not depend on earlier queries (the final model of a counterexample).
   CheckResult run(const std::string &name, const Expr &formula, bool freshSolver = false, bool wantModel = true);
+  CheckResult runUncounted(const std::string &name, const Expr &formula, bool freshSolver, bool wantModel);
   void dump(const std::string &name, const Expr &formula);
   struct Impl; // the Z3 solver and the watchdog thread (Solver.cpp)
   std::unique_ptr<Impl> impl_;
@@ -135,6 +138,7 @@ private:
   };
   std::unordered_map<unsigned, Cached> cache_;
   unsigned cacheHits_ = 0;
+  unsigned undecided_ = 0;
 
   std::vector<Expr> assumptions_;
   unsigned timeoutMs_;
