@@ -65,6 +65,17 @@ Expr Prover::simplifyCond(const Expr &cond) {
   Expr c = cond.simplify();
   if (c.asBool())
     return c;
+  QueryKey key{path_, c};
+  if (auto it = simplifyCache_.find(key); it != simplifyCache_.end()) {
+    ++cacheHits_;
+    return it->second;
+  }
+  Expr r = simplifyConjuncts(c);
+  simplifyCache_.emplace(std::move(key), r);
+  return r;
+}
+
+Expr Prover::simplifyConjuncts(const Expr &c) {
   std::vector<Expr> keep;
   for (auto &part : c.conjuncts()) {
     if (implies(part, "cond.simplify"))

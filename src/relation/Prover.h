@@ -77,6 +77,7 @@ public:
   uint64_t rewriteSteps() const { return rewriteSteps_; }
 
 private:
+  smt::Expr simplifyConjuncts(const smt::Expr &c);
   Term normalizeSum(const Term &t, int level);
   /// Rewrites `t` into reads of classes computing it, region by region; with
   /// `wholeOnly`, only a single read covering the whole path counts.
@@ -112,6 +113,9 @@ private:
     size_t operator()(const QueryKey &k) const;
   };
   std::unordered_map<QueryKey, bool, QueryKeyHash> impliesCache_, feasibleCache_;
+  // simplifyCond's answers: a function of the path and the condition (the
+  // entailments it asks are cached the same way).
+  std::unordered_map<QueryKey, smt::Expr, QueryKeyHash> simplifyCache_;
   unsigned cacheHits_ = 0;
   uint64_t rewriteSteps_ = 0;
   size_t maxTermNodes_ = SIZE_MAX;
