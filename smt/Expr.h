@@ -98,6 +98,7 @@ public:
   static Expr fromRaw(_Z3_ast *a); // takes a new reference
 
 private:
+  Expr simplifyUncached() const;
   explicit Expr(_Z3_ast *a); // takes a new reference
   _Z3_ast *ast_ = nullptr;
 };

@@ -9,6 +9,8 @@
 #include "smt/Context.h"
 #include "smt/Expr.h"
 
+#include <unordered_map>
+
 #include <map>
 
 namespace shardproof::smt {
@@ -309,9 +311,36 @@ Expr reduceByGcd(const Expr &e) {
 
 } // namespace
 
+// simplify() is a pure function of the (hash-consed) AST and the prover asks
+// for the same conditions again and again (every layer, every rank piece):
+// results are memoized. The key Expr holds its AST alive, so its id cannot be
+// recycled for a different expression while the entry exists.
+namespace {
+struct SimplifyMemo {
+  std::unordered_map<unsigned, std::pair<Expr, Expr>> map;
+};
+SimplifyMemo &simplifyMemo() {
+  static SimplifyMemo *m = new SimplifyMemo; // never destroyed: outlives every Expr
+  return *m;
+}
+} // namespace
+
 Expr Expr::simplify() const {
   if (!ast_)
     return *this;
+  auto &memo = simplifyMemo().map;
+  if (auto it = memo.find(id()); it != memo.end() && it->second.first.same(*this))
+    return it->second.second;
+  Expr s = simplifyUncached();
+  if (!s.isValid())
+    return s; // out of memory under --solver-memory: not an answer to keep
+  if (memo.size() >= (1u << 21)) // a bound on the ASTs it keeps alive
+    memo.clear();
+  memo[id()] = {*this, s};
+  return s;
+}
+
+Expr Expr::simplifyUncached() const {
   Expr s = fromRaw(Z3_simplify(ctx(), ast_));
   for (int round = 0; round < 4 && hasDivMod(s.raw()); ++round) {
     Expr r = rewrite(s);

@@ -1,12 +1,9 @@
 #include "smt/Solver.h"
 #include "smt/Context.h"
+#include "smt/Watchdog.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -60,7 +57,10 @@ std::string Model::str() const {
 Solver::Solver(unsigned timeoutMs) : timeoutMs_(timeoutMs) {}
 Solver::~Solver() = default;
 
-void Solver::assume(const Expr &fact) { assumptions_.push_back(fact); }
+void Solver::assume(const Expr &fact) {
+  assumptions_.push_back(fact);
+  cache_.clear();
+}
 
 unsigned Solver::totalQueries() const {
   unsigned n = 0;
@@ -139,37 +139,67 @@ void Solver::dump(const std::string &name, const Expr &formula) {
   f << "(assert " << formula.smtlib() << ")\n(check-sat)\n(get-model)\n";
 }
 
-// Z3's own "timeout" parameter can deadlock in 4.8.12 when it fires under
-// load (seen: a 1 ms timeout hanging for minutes with several processes on 2
-// cores), so the deadline is ours: a watchdog thread interrupts the context,
-// repeatedly, until the check returns.
-static Z3_lbool checkWithDeadline(Z3_context c, Z3_solver s, unsigned timeoutMs, bool &timedOut) {
-  std::mutex m;
-  std::condition_variable cv;
-  bool done = false;
-  std::atomic<bool> fired{false};
-  std::thread watchdog([&] {
-    std::unique_lock<std::mutex> lock(m);
-    if (cv.wait_for(lock, std::chrono::milliseconds(timeoutMs), [&] { return done; }))
-      return;
-    fired = true;
-    while (!done) {
-      Z3_solver_interrupt(c, s);
-      cv.wait_for(lock, std::chrono::milliseconds(5), [&] { return done; });
-    }
-  });
-  Z3_lbool res = Z3_solver_check(c, s);
-  {
-    std::lock_guard<std::mutex> lock(m);
-    done = true;
+struct Solver::Impl {
+  detail::Watchdog watchdog;
+  bool incremental = true;
+  Z3_solver inc = nullptr; // the long-lived solver (incremental mode)
+  size_t asserted = 0;     // assumptions asserted into it so far
+
+  ~Impl() { drop(); }
+  void drop() {
+    if (inc)
+      Z3_solver_dec_ref(ctx(), inc);
+    inc = nullptr;
+    asserted = 0;
   }
-  cv.notify_all();
-  watchdog.join();
-  timedOut = fired;
-  return res;
+};
+
+namespace {
+struct Outcome {
+  Z3_lbool res = Z3_L_UNDEF;
+  bool timedOut = false;
+  Model model;
+  std::string reason;
+};
+
+// One check of `formula` on `s` (assumptions already in it); reads the model or
+// the reason while the solver still holds them.
+Outcome checkOn(Z3_context c, Z3_solver s, detail::Watchdog &dog, const Expr &formula, unsigned timeoutMs,
+                bool scoped, bool wantModel) {
+  Outcome o;
+  if (scoped)
+    Z3_solver_push(c, s);
+  Z3_solver_assert(c, s, formula.raw());
+  o.res = dog.check(c, s, timeoutMs, o.timedOut);
+  if (o.res == Z3_L_TRUE && wantModel && !detail::memoryOut()) {
+    Z3_model m = Z3_solver_get_model(c, s);
+    Z3_model_inc_ref(c, m);
+    o.model = extractModel(c, m);
+    Z3_model_dec_ref(c, m);
+  } else if (o.res == Z3_L_UNDEF) {
+    o.reason = Z3_solver_get_reason_unknown(c, s);
+  }
+  if (scoped)
+    Z3_solver_pop(c, s, 1);
+  return o;
+}
+} // namespace
+
+void Solver::setIncremental(bool on) {
+  if (!impl_)
+    impl_ = std::make_unique<Impl>();
+  impl_->incremental = on;
+  impl_->drop();
 }
 
-CheckResult Solver::run(const std::string &name, const Expr &formula) {
+CheckResult Solver::run(const std::string &name, const Expr &formula, bool freshSolver, bool wantModel) {
+  CheckResult r = runUncounted(name, formula, freshSolver, wantModel);
+  if (r.result == Result::Unknown || r.result == Result::Error)
+    ++undecided_;
+  return r;
+}
+
+CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, bool freshSolver, bool wantModel) {
   CheckResult r;
   auto &st = stats_[name];
   if (!formula.isValid()) {
@@ -184,6 +214,13 @@ CheckResult Solver::run(const std::string &name, const Expr &formula) {
       r.reason = "invalid assumption";
       ++st.error;
       return r;
+    }
+  if (memo_)
+    if (auto it = cache_.find(formula.id());
+        it != cache_.end() && it->second.formula.same(formula) && (it->second.hasModel || !wantModel)) {
+      ++st.cached;
+      ++cacheHits_;
+      return it->second.result;
     }
   dump(name, formula);
   auto t0 = std::chrono::steady_clock::now();
@@ -205,42 +242,81 @@ CheckResult Solver::run(const std::string &name, const Expr &formula) {
       budgetBound = true;
     }
   }
+  if (timeoutMs == 0) {
+    // No time at all: not even a query Z3 would answer before our watchdog
+    // wakes up counts (that race made --solver-timeout 0 depend on the load).
+    r.result = Result::Unknown;
+    r.reason = "solver timeout after 0 ms";
+    ++st.unknown;
+    return r;
+  }
+  if (!impl_)
+    impl_ = std::make_unique<Impl>();
+  Impl &I = *impl_;
   detail::resetMemoryOut();
   Z3_context c = ctx();
-  Z3_solver s = Z3_mk_solver(c);
-  Z3_solver_inc_ref(c, s);
-  for (auto &a : assumptions_)
-    Z3_solver_assert(c, s, a.raw());
-  Z3_solver_assert(c, s, formula.raw());
-  bool timedOut = false;
-  Z3_lbool res = checkWithDeadline(c, s, timeoutMs, timedOut);
+  Outcome o;
+  // A query that wants a model gets a fresh solver: the incremental one's
+  // model would depend on the queries before it (and so on --jobs).
+  bool fresh = !I.incremental || freshSolver || wantModel;
+  if (!fresh) {
+    if (!I.inc) {
+      I.inc = Z3_mk_simple_solver(c);
+      Z3_solver_inc_ref(c, I.inc);
+    }
+    for (; I.asserted < assumptions_.size(); ++I.asserted)
+      Z3_solver_assert(c, I.inc, assumptions_[I.asserted].raw());
+    o = checkOn(c, I.inc, I.watchdog, formula, timeoutMs, /*scoped=*/true, wantModel);
+    if (o.res == Z3_L_UNDEF) {
+      // A canceled solver is not reused, and an incomplete answer of the
+      // incremental core is asked again of a fresh solver (its tactics for
+      // nonlinear goals differ) with the time left: never a weaker answer.
+      I.drop();
+      auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+      if (!o.timedOut && !detail::memoryOut() && static_cast<unsigned long long>(spent) < timeoutMs) {
+        timeoutMs -= static_cast<unsigned>(spent);
+        fresh = true;
+      }
+    }
+  }
+  if (fresh) {
+    Z3_solver s = Z3_mk_solver(c);
+    Z3_solver_inc_ref(c, s);
+    for (auto &a : assumptions_)
+      Z3_solver_assert(c, s, a.raw());
+    o = checkOn(c, s, I.watchdog, formula, timeoutMs, /*scoped=*/false, wantModel);
+    Z3_solver_dec_ref(c, s);
+  }
   bool memoryOut = detail::memoryOut();
-  if (res == Z3_L_FALSE) {
+  bool cacheable = true;
+  if (o.res == Z3_L_FALSE) {
     r.result = Result::Unsat;
     ++st.unsat;
-  } else if (res == Z3_L_TRUE && !memoryOut) {
+  } else if (o.res == Z3_L_TRUE && !memoryOut) {
     r.result = Result::Sat;
-    Z3_model m = Z3_solver_get_model(c, s);
-    Z3_model_inc_ref(c, m);
-    r.model = extractModel(c, m);
-    Z3_model_dec_ref(c, m);
+    r.model = std::move(o.model);
     ++st.sat;
   } else {
     r.result = Result::Unknown;
-    r.reason = memoryOut ? "" : Z3_solver_get_reason_unknown(c, s);
+    r.reason = memoryOut ? "" : o.reason;
     bool memLimit = memoryOut || r.reason.find("memory") != std::string::npos;
+    // Only a plain timeout is the same answer next time; a memory cap or a
+    // budget cut depend on the moment.
+    cacheable = false;
     if (memLimit) {
       r.reason = "solver memory limit of " + std::to_string(memoryLimitMb) + " MB reached";
-    } else if (timedOut && budgetBound) {
+    } else if (o.timedOut && budgetBound) {
       r.reason = budgetMessage();
       if (firstCut_.empty())
         firstCut_ = name;
-    } else if (timedOut || r.reason == "canceled" || r.reason == "timeout") {
+    } else if (o.timedOut || r.reason == "canceled" || r.reason == "timeout") {
       r.reason = "solver timeout after " + std::to_string(timeoutMs_) + " ms";
+      cacheable = true;
     }
     ++st.unknown;
   }
-  Z3_solver_dec_ref(c, s);
+  if (memo_ && cacheable)
+    cache_[formula.id()] = {formula, r, wantModel || r.result != Result::Sat};
   st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -264,22 +340,22 @@ void Solver::setMemoryLimitMb(unsigned mb) {
   Z3_global_param_set("memory_max_size", std::to_string(mb).c_str());
 }
 
-CheckResult Solver::check(const std::string &name, const Expr &formula) {
+CheckResult Solver::check(const std::string &name, const Expr &formula, bool wantModel) {
   if (auto b = formula.asBool(); b && !*b) {
     ++stats_[name].trivial;
     return {Result::Unsat, {}, ""};
   }
-  return run(name, formula);
+  return run(name, formula, false, wantModel);
 }
 
-Proof Solver::prove(const std::string &name, const Expr &goal) {
+Proof Solver::prove(const std::string &name, const Expr &goal, bool wantCounterexample) {
   Proof p;
   if (auto b = goal.asBool(); b && *b) {
     ++stats_[name].trivial;
     p.status = Proof::Proved;
     return p;
   }
-  CheckResult r = run(name, !goal);
+  CheckResult r = run(name, !goal, false, wantCounterexample);
   switch (r.result) {
   case Result::Unsat: p.status = Proof::Proved; break;
   case Result::Sat:
@@ -323,8 +399,9 @@ Model Solver::shrink(const std::string &name, const Expr &formula, const Model &
     }
     pinned = pinned && var == Expr::intConst(hi);
   }
-  // One final model with every variable pinned, so the values are consistent.
-  CheckResult r = run(name + ".shrink", pinned);
+  // One final model with every variable pinned, so the values are consistent;
+  // from a fresh solver, so the report does not depend on earlier queries.
+  CheckResult r = run(name + ".shrink", pinned, /*freshSolver=*/true);
   if (r.result == Result::Sat)
     return r.model;
   return best;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace shardproof::smt {
@@ -50,6 +51,7 @@ struct Proof {
 
 struct QueryStats {
   unsigned unsat = 0, sat = 0, unknown = 0, error = 0, trivial = 0;
+  unsigned cached = 0; // answered from the result cache (an earlier identical formula)
   double seconds = 0;
 };
 
@@ -61,16 +63,19 @@ public:
   Solver &operator=(const Solver &) = delete;
 
   /// A background fact (spec constraint, symbol bound) assumed by every query.
+  /// Clears the result cache (answers may change under a new assumption).
   void assume(const Expr &fact);
   const std::vector<Expr> &assumptions() const { return assumptions_; }
 
   /// Is `formula` satisfiable together with the assumptions?
-  CheckResult check(const std::string &name, const Expr &formula);
+  /// Without `wantModel` a Sat answer carries no model (cheaper: Z3 builds none).
+  CheckResult check(const std::string &name, const Expr &formula, bool wantModel = true);
   /// Does `goal` hold for every assignment satisfying the assumptions?
   /// Constant-folded goals are answered without the solver.
-  Proof prove(const std::string &name, const Expr &goal);
+  /// Without `wantCounterexample` a refutation carries no model.
+  Proof prove(const std::string &name, const Expr &goal, bool wantCounterexample = true);
   /// Cheap entailment for simplification: true only if proved (Unknown -> false).
-  bool entails(const std::string &name, const Expr &goal) { return prove(name, goal).proved(); }
+  bool entails(const std::string &name, const Expr &goal) { return prove(name, goal, false).proved(); }
 
   /// Shrinks a model of `formula`: minimises `vars` one after another (in the
   /// given order) towards their smallest admissible values.
@@ -93,11 +98,47 @@ public:
   /// Write every query as an SMT-LIB file into `dir` (created if missing).
   void setDumpDir(std::string dir) { dumpDir_ = std::move(dir); }
   const std::map<std::string, QueryStats> &stats() const { return stats_; }
+  /// Queries that reached Z3 (not folded, not cached).
   unsigned totalQueries() const;
+  unsigned cacheHits() const { return cacheHits_; }
+  /// Answers Unknown or Error so far, cached ones included.
+  unsigned undecided() const { return undecided_; }
+
+  /// Result cache on the final formula (default on). Off: every query is
+  /// solved again (`check --no-memo`, to compare verdicts).
+  void setMemo(bool on) { memo_ = on; if (!on) cache_.clear(); }
+  bool memo() const { return memo_; }
+  /// One long-lived Z3 solver with the assumptions asserted once and a
+  /// push/pop per query (default on); off: a fresh solver per query.
+  void setIncremental(bool on);
+
+  /// Proves `goals` (constant-folded and cached ones aside) on `jobs` threads,
+  /// each with its own Z3 context, and stores the ones proved in the result
+  /// cache, so that later `prove` calls on them are cache hits. Nothing else
+  /// is recorded: a goal not proved here is asked again by the caller, on this
+  /// solver, so verdicts and counterexamples do not depend on `jobs`.
+  /// Returns how many goals were proved here.
+  unsigned provePrefetch(const std::string &name, const std::vector<Expr> &goals, unsigned jobs);
 
 private:
-  CheckResult run(const std::string &name, const Expr &formula);
+  /// `freshSolver`: a new Z3 solver whatever the mode, so that the model does
+  /// not depend on earlier queries (the final model of a counterexample).
+  CheckResult run(const std::string &name, const Expr &formula, bool freshSolver = false, bool wantModel = true);
+  CheckResult runUncounted(const std::string &name, const Expr &formula, bool freshSolver, bool wantModel);
   void dump(const std::string &name, const Expr &formula);
+  struct Impl; // the Z3 solver and the watchdog thread (Solver.cpp)
+  std::unique_ptr<Impl> impl_;
+  bool memo_ = true;
+  // Keyed by the formula's AST id; the entry holds the formula alive, so the id
+  // cannot be recycled for a different formula while the entry exists.
+  struct Cached {
+    Expr formula;
+    CheckResult result;
+    bool hasModel; // a Sat result asked without a model has none
+  };
+  std::unordered_map<unsigned, Cached> cache_;
+  unsigned cacheHits_ = 0;
+  unsigned undecided_ = 0;
 
   std::vector<Expr> assumptions_;
   unsigned timeoutMs_;

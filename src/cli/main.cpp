@@ -1,5 +1,7 @@
 // The command line: parses arguments, loads files, runs the check, prints.
 // Everything of substance lives in the libraries.
+#include "Progress.h"
+
 #include "shardproof/ir/Ops.h"
 #include "shardproof/onnx/Loader.h"
 #include "shardproof/relation/Verifier.h"
@@ -128,6 +130,8 @@ struct CheckArgs {
   unsigned memoryMb = 0;
   double timeBudget = -1; // seconds; < 0: none
   bool quiet = false, noTable = false, stats = false;
+  unsigned jobs = 1;    // --jobs
+  bool noMemo = false;  // --no-memo
   bool witness = false; // --witness, and the replay subcommand
 };
 
@@ -174,7 +178,12 @@ int run(const CheckArgs &a, bool infer) {
   opts.smtDumpDir = a.smtDump;
   opts.samples = a.samples;
   opts.sampleSeed = a.seed;
+  opts.jobs = a.jobs;
+  opts.memo = !a.noMemo;
+  cli::Progress progress;
+  opts.progress = [&](const char *phase, size_t done, size_t total) { progress.update(phase, done, total); };
   auto result = relation::verify(*ref, ranks, *spec, opts);
+  progress.finish();
   if (!result)
     return reportError(result.takeError());
   report::Context ctx{a.spec, spec->reference, spec->rankPaths};
@@ -251,6 +260,12 @@ int main(int argc, char **argv) {
             "SECONDS"));
     cmd->add_option("--smt-dump", a.smtDump, "Write every solver query as an SMT-LIB file into this directory");
     cmd->add_flag("-q,--quiet", a.quiet, "Print only the verdict line");
+    cmd->add_option("-j,--jobs", a.jobs,
+                    "Threads for independent solver work (the side conditions); the result is the same for any N")
+        ->check(CLI::Range(1u, 256u))
+        ->capture_default_str();
+    cmd->add_flag("--no-memo", a.noMemo,
+                  "Send every solver query and side condition to the solver (no result cache, no deduplication); for comparing verdicts");
     cmd->add_flag("--stats", a.stats,
                   "After the report, print node, class, relation and solver counts, the time of each phase "
                   "and the peak memory (also in --json)");

@@ -157,6 +157,8 @@ llvm::Error Session::inferReference() {
       break;
     }
     ++result.stats.refNodes;
+    if (opts.progress && (result.stats.refNodes & 15) == 0)
+      opts.progress("infer", result.stats.refNodes, ref.nodes.size());
     const unsigned unknownBefore = unknownQueries(solver);
     if (const OpDef *d = lookupOp(n.domain, n.opType); d && d->cls == OpClass::Collective)
       return userError("reference model " + ref.path + " contains the collective " + describe(n) +

@@ -8,13 +8,20 @@ using smt::Expr;
 using namespace ir;
 
 // Ids are stable while the key holds the ASTs alive, so comparing them is exact.
-bool Prover::QueryKey::operator<(const QueryKey &o) const {
-  if (path.size() != o.path.size())
-    return path.size() < o.path.size();
+bool Prover::QueryKey::operator==(const QueryKey &o) const {
+  if (path.size() != o.path.size() || !cond.same(o.cond))
+    return false;
   for (size_t i = 0; i < path.size(); ++i)
-    if (path[i].id() != o.path[i].id())
-      return path[i].id() < o.path[i].id();
-  return cond.id() < o.cond.id();
+    if (!path[i].same(o.path[i]))
+      return false;
+  return true;
+}
+
+size_t Prover::QueryKeyHash::operator()(const QueryKey &k) const {
+  size_t h = k.cond.id();
+  for (auto &p : k.path)
+    h = h * 1000003u ^ p.id();
+  return h;
 }
 
 bool Prover::implies(const Expr &cond, const char *query) {
@@ -29,7 +36,7 @@ bool Prover::implies(const Expr &cond, const char *query) {
     ++cacheHits_;
     return it->second;
   }
-  smt::Proof pr = solver_.prove(query, smt::implies(pathCond(), c));
+  smt::Proof pr = solver_.prove(query, smt::implies(pathCond(), c), /*wantCounterexample=*/false);
   if (pr.status == smt::Proof::Unknown) {
     sawUnknown_ = true;
     unknownReason_ = std::string(query) + ": " + pr.reason;
@@ -48,7 +55,7 @@ bool Prover::feasible(const Expr &cond, const char *query) {
     ++cacheHits_;
     return it->second;
   }
-  smt::CheckResult r = solver_.check(query, pathCond() && c);
+  smt::CheckResult r = solver_.check(query, pathCond() && c, /*wantModel=*/false);
   bool f = r.result != smt::Result::Unsat; // unknown counts as feasible: keeps the region
   feasibleCache_[key] = f;
   return f;
@@ -58,6 +65,17 @@ Expr Prover::simplifyCond(const Expr &cond) {
   Expr c = cond.simplify();
   if (c.asBool())
     return c;
+  QueryKey key{path_, c};
+  if (auto it = simplifyCache_.find(key); it != simplifyCache_.end()) {
+    ++cacheHits_;
+    return it->second;
+  }
+  Expr r = simplifyConjuncts(c);
+  simplifyCache_.emplace(std::move(key), r);
+  return r;
+}
+
+Expr Prover::simplifyConjuncts(const Expr &c) {
   std::vector<Expr> keep;
   for (auto &part : c.conjuncts()) {
     if (implies(part, "cond.simplify"))
@@ -129,6 +147,7 @@ static std::optional<std::pair<Expr, bool>> splitPoint(const Expr &cond, const s
 }
 
 Term Prover::normalize(const Term &t, int level) {
+  ++rewriteSteps_;
   switch (t->kind) {
   case TermKind::Const:
   case TermKind::Read:
@@ -484,6 +503,7 @@ std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches
 }
 
 Term Prover::cover(const Term &t, int level, unsigned &matches) {
+  ++rewriteSteps_;
   switch (t->kind) {
   case TermKind::Const:
   case TermKind::Read:

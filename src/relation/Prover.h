@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace shardproof::relation {
@@ -72,8 +73,11 @@ public:
   /// Terms larger than this are compared as they are, not normalized first.
   void setMaxTermNodes(size_t n) { maxTermNodes_ = n; }
   unsigned cacheHits() const { return cacheHits_; }
+  /// normalize and cover steps taken (for --stats).
+  uint64_t rewriteSteps() const { return rewriteSteps_; }
 
 private:
+  smt::Expr simplifyConjuncts(const smt::Expr &c);
   Term normalizeSum(const Term &t, int level);
   /// Rewrites `t` into reads of classes computing it, region by region; with
   /// `wholeOnly`, only a single read covering the whole path counts.
@@ -103,10 +107,17 @@ private:
   struct QueryKey {
     std::vector<smt::Expr> path;
     smt::Expr cond;
-    bool operator<(const QueryKey &o) const;
+    bool operator==(const QueryKey &o) const;
   };
-  std::map<QueryKey, bool> impliesCache_, feasibleCache_;
+  struct QueryKeyHash {
+    size_t operator()(const QueryKey &k) const;
+  };
+  std::unordered_map<QueryKey, bool, QueryKeyHash> impliesCache_, feasibleCache_;
+  // simplifyCond's answers: a function of the path and the condition (the
+  // entailments it asks are cached the same way).
+  std::unordered_map<QueryKey, smt::Expr, QueryKeyHash> simplifyCache_;
   unsigned cacheHits_ = 0;
+  uint64_t rewriteSteps_ = 0;
   size_t maxTermNodes_ = SIZE_MAX;
   bool sawUnknown_ = false;
   std::string unknownReason_;

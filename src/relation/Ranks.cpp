@@ -220,6 +220,12 @@ llvm::Error Session::buildRanks() {
           internValue(*this, r, n, o);
         ++result.stats.rankNodes;
         ++at[r];
+        if (opts.progress && (result.stats.rankNodes & 255) == 0) {
+          size_t total = 0;
+          for (auto &rg : ranks)
+            total += rg.nodes.size();
+          opts.progress("world", result.stats.rankNodes, total);
+        }
       }
     }
     int done = 0;

@@ -47,6 +47,7 @@ struct Session {
   Session(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, const spec::Spec &spec, const Options &o)
       : ref(ref), ranks(ranks), spec(spec), opts(o), solver(o.solverTimeoutMs), prover(solver, classes) {
     prover.setMaxTermNodes(o.maxTermNodes);
+    solver.setMemo(o.memo);
   }
 
   int worldSize() const { return static_cast<int>(ranks.size()); }

@@ -33,7 +33,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // The solver's per-kind figures, largest total time first.
 void solverStats(const smt::Solver &solver, Stats &st) {
   for (auto &[name, q] : solver.stats()) {
-    unsigned n = q.unsat + q.sat + q.unknown + q.error + q.trivial;
+    unsigned n = q.unsat + q.sat + q.unknown + q.error + q.trivial + q.cached;
     st.queries.push_back({name, n, q.seconds});
     st.solverSeconds += q.seconds;
   }

@@ -76,6 +76,8 @@ std::string toJson(const Result &r, const Context &ctx) {
                      {"classes", st.classes},              {"relations", st.relations},
                      {"matches", st.matches},              {"solver_queries", st.solverQueries},
                      {"cache_hits", st.cacheHits},         {"solver_seconds", st.solverSeconds},
+                     {"rewrite_steps", static_cast<int64_t>(st.rewriteSteps)},
+                     {"obligations", st.obligations},      {"distinct_obligations", st.distinctObligations},
                      {"seconds", st.seconds},              {"phase_seconds", std::move(phases)},
                      {"peak_rss_kib", static_cast<int64_t>(st.peakRssKiB)}, {"solver_queries_by_kind", std::move(queries)}};
   json::Object top{{"spec", ctx.specPath}, {"reference", ctx.reference}, {"ranks", std::move(ranks)},

@@ -119,7 +119,9 @@ void printStats(llvm::raw_ostream &os, const Stats &s) {
   os << "stats:\n";
   os << llvm::format("  nodes:     %u reference, %u on the ranks\n", s.refNodes, s.rankNodes);
   os << llvm::format("  classes:   %u (rank tensors after merging)\n", s.classes);
-  os << llvm::format("  relations: %u reference tensors related, %u rewrite matches\n", s.relations, s.matches);
+  os << llvm::format("  relations: %u reference tensors related, %u rewrite matches, %llu rewrite steps\n", s.relations,
+                     s.matches, static_cast<unsigned long long>(s.rewriteSteps));
+  os << llvm::format("  side conditions: %u, %u distinct formulas\n", s.obligations, s.distinctObligations);
   os << llvm::format("  solver:    %u queries, %u cache hits, %.3f s in the solver\n", s.solverQueries, s.cacheHits,
                      s.solverSeconds);
   os << llvm::format("  time:      load %.3f s, build world %.3f s, relation inference %.3f s, output check %.3f s, "

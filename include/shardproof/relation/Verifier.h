@@ -13,6 +13,8 @@
 
 #include <llvm/Support/Error.h>
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,6 +89,8 @@ struct QueryKindStats {
 struct Stats {
   unsigned refNodes = 0, rankNodes = 0, classes = 0, relations = 0, matches = 0;
   unsigned solverQueries = 0, cacheHits = 0;
+  unsigned obligations = 0, distinctObligations = 0; // side conditions, and distinct formulas among them
+  uint64_t rewriteSteps = 0; // term rewrites: normalize/cover steps of the prover
   double seconds = 0; // verify() as a whole
   // Seconds per phase. verify() fills world (symbols, inputs, rank graphs
   // merged into classes), infer (a relation per reference tensor) and check
@@ -120,6 +124,16 @@ struct Options {
   /// Term nodes beyond which a reference term is neither normalized nor
   /// covered (it only arises below a node no rank computes).
   unsigned maxTermNodes = 1000;
+  /// Threads for independent solver work (the obligations); results are the
+  /// same for any value.
+  unsigned jobs = 1;
+  /// Reuse of earlier work: solver results by formula, obligations by
+  /// formula. Off (`--no-memo`): each query reaches Z3 (the prover's own
+  /// entailment cache on (path, condition) stays); verdicts must not change.
+  bool memo = true;
+  /// Called now and then during the check with the phase ("world", "infer",
+  /// "check"), work done and total in that phase; may be empty.
+  std::function<void(const char *phase, size_t done, size_t total)> progress;
   unsigned samples = 0;     // check --sample: executions after VERIFIED
   uint64_t sampleSeed = 1;  // which sizes --sample draws
 };
