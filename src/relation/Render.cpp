@@ -27,6 +27,77 @@ static bool identityExcept(const IndexVec &idx, int axis, Expr *shift) {
   return true;
 }
 
+// A concat along `axis` of known length, read off position by position: the
+// Select chain picks one part at each position p, and part j must cover a run
+// [o_j, o_j + n_j) reading its own index p - o_j there. This also reads a part
+// of size 1 indexed by the constant 0 (one head per rank), which has no shift.
+// The identity index on every dim but `axis` (which may be anything).
+static bool identityExceptAxisFree(const IndexVec &idx, int axis) {
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (static_cast<int>(d) != axis && !idx[d].same(indexVar("i", static_cast<unsigned>(d))))
+      return false;
+  return true;
+}
+
+static std::optional<std::string> concatByPositions(const Session &S, const Term &t, const std::vector<Term> &parts,
+                                                    int axis) {
+  int64_t total = 0;
+  for (auto &p : parts) {
+    if (p->kind != TermKind::Read || static_cast<size_t>(axis) >= p->idx.size() ||
+        !identityExceptAxisFree(p->idx, axis))
+      return std::nullopt;
+    auto n = S.classes[p->cls].shape.dims[axis].simplify().asInt();
+    if (!n || *n <= 0)
+      return std::nullopt;
+    total += *n;
+  }
+  if (total > 4096)
+    return std::nullopt;
+  std::string var = "i!" + std::to_string(axis);
+  std::vector<int64_t> start(parts.size(), -1), seen(parts.size(), 0);
+  int64_t expectNext = 0;
+  std::vector<size_t> order;
+  for (int64_t pos = 0; pos < total; ++pos) {
+    auto env = [&](const std::string &n) -> std::optional<int64_t> {
+      return n == var ? std::optional<int64_t>(pos) : std::nullopt;
+    };
+    Term cur = t;
+    size_t j = 0;
+    while (cur->kind == TermKind::Select) {
+      auto c = cur->cond.eval(env);
+      if (!c)
+        return std::nullopt;
+      if (*c)
+        break;
+      cur = cur->args[1];
+      ++j;
+    }
+    if (start[j] < 0) {
+      if (pos != expectNext)
+        return std::nullopt;
+      start[j] = pos;
+      order.push_back(j);
+    }
+    if (pos != start[j] + seen[j])
+      return std::nullopt; // not one contiguous run
+    auto at = parts[j]->idx[axis].eval(env);
+    if (!at || *at != pos - start[j])
+      return std::nullopt;
+    ++seen[j];
+    expectNext = pos + 1;
+  }
+  std::string s = "concat(";
+  for (size_t k = 0; k < order.size(); ++k) {
+    size_t j = order[k];
+    if (seen[j] != *S.classes[parts[j]->cls].shape.dims[axis].simplify().asInt())
+      return std::nullopt;
+    s += (k ? ", " : "") + S.className(parts[j]->cls);
+  }
+  if (order.size() != parts.size())
+    return std::nullopt;
+  return s + ", axis=" + std::to_string(axis) + ")";
+}
+
 static std::optional<std::string> renderRel(const Session &S, const Term &t) {
   switch (t->kind) {
   case TermKind::Read:
@@ -75,6 +146,8 @@ static std::optional<std::string> renderRel(const Session &S, const Term &t) {
       cur = cur->args[1];
     }
     parts.push_back(cur);
+    if (auto c = concatByPositions(S, t, parts, axis))
+      return c;
     // Order the parts by where they sit on the axis (the Select chain may test
     // the last shard first), and say concat only when they tile [0, n) exactly.
     std::vector<std::pair<Expr, Term>> placed;
