@@ -61,35 +61,34 @@ def cross_entropy(logits, target):
     return -logp.gather(-1, target.unsqueeze(-1))[..., 0]
 
 
+class CrossEntropy(nn.Module):
+    """The plain per-token cross-entropy as a module (node names /ce/...)."""
+
+    def forward(self, logits, target):
+        return cross_entropy(logits, target)
+
+
 class Reference(nn.Module):
     def __init__(self):
         super().__init__()
         self.lm_head = gpt.Linear(D, VOCAB, bias=False)
+        self.ce = CrossEntropy()
 
     def forward(self, h, target):
-        return cross_entropy(self.lm_head(h), target)
+        return self.ce(self.lm_head(h), target)
 
 
-class VocabParallelCrossEntropy(nn.Module):
-    """Rank `rank` of `world`: its lm_head columns and Megatron's
-    vocab-parallel cross-entropy (or the gathered layout)."""
+class ShardedCrossEntropy(nn.Module):
+    """Megatron's _VocabParallelCrossEntropy on rank `rank`'s logits shard
+    (vocab columns start .. end-1, of which `real` are the real vocab)."""
 
-    def __init__(self, world, rank, opts=Options()):
+    def __init__(self, start, end, real, opts):
         super().__init__()
-        per = per_rank_cols(VOCAB, world)
-        self.lm_head = gpt.Linear(D, per, bias=False)
-        self.world, self.per = world, per
-        self.start = rank * per
-        self.end = self.start + per
-        self.real = max(0, min(per, VOCAB - self.start))  # columns of the real vocab
+        self.start, self.end, self.real = start, end, real
         self.opts = opts
 
-    def forward(self, h, target):
-        logits = self.lm_head(h)
-        if self.opts.gathered:
-            full = all_gather(logits, 2, self.world)
-            return cross_entropy(full[..., :VOCAB], target)
-        if self.opts.mask_padding and self.real < self.per:
+    def forward(self, logits, target):
+        if self.opts.mask_padding and self.real < self.end - self.start:
             logits = logits[..., :self.real]
         m = torch.amax(logits, dim=-1, keepdim=True)
         if self.opts.max_all_reduce:
@@ -105,6 +104,29 @@ class VocabParallelCrossEntropy(nn.Module):
         picked = all_reduce(picked)
         s = all_reduce(torch.exp(z).sum(dim=-1))
         return torch.log(s) - picked
+
+
+class VocabParallelCrossEntropy(nn.Module):
+    """Rank `rank` of `world`: its lm_head columns and Megatron's
+    vocab-parallel cross-entropy (or the gathered layout)."""
+
+    def __init__(self, world, rank, opts=Options()):
+        super().__init__()
+        per = per_rank_cols(VOCAB, world)
+        self.lm_head = gpt.Linear(D, per, bias=False)
+        self.world, self.per = world, per
+        self.start = rank * per
+        self.end = self.start + per
+        self.real = max(0, min(per, VOCAB - self.start))  # columns of the real vocab
+        self.opts = opts
+        self.ce = CrossEntropy() if opts.gathered else ShardedCrossEntropy(self.start, self.end, self.real, opts)
+
+    def forward(self, h, target):
+        logits = self.lm_head(h)
+        if self.opts.gathered:
+            full = all_gather(logits, 2, self.world)
+            return self.ce(full[..., :VOCAB], target)
+        return self.ce(logits, target)
 
 
 def export_model(module, path, batch=2, seq=3):
