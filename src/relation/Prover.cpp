@@ -433,6 +433,38 @@ static bool hasReduction(const Term &t) {
   return false;
 }
 
+// Variants of `t` with one pair of adjacent operands of an associative-
+// commutative node swapped, where the two have the same skeleton (at most 8).
+static void collectSwaps(const Term &t, const std::function<Term(const Term &)> &wrap, std::vector<Term> &out) {
+  if (out.size() >= 8)
+    return;
+  bool ac = t->kind == TermKind::Apply &&
+            (t->fn == Fn::Add || t->fn == Fn::Mul || t->fn == Fn::Max2 || t->fn == Fn::Min2);
+  if (ac)
+    for (size_t i = 0; i + 1 < t->args.size() && out.size() < 8; ++i)
+      if (t->args[i]->skeleton == t->args[i + 1]->skeleton && !sameTerm(t->args[i], t->args[i + 1])) {
+        std::vector<Term> args = t->args;
+        std::swap(args[i], args[i + 1]);
+        TermNode n = *t;
+        n.args = std::move(args);
+        out.push_back(wrap(std::make_shared<const TermNode>(std::move(n))));
+      }
+  for (size_t i = 0; i < t->args.size() && out.size() < 8; ++i) {
+    auto inner = [&, i](const Term &x) {
+      TermNode n = *t;
+      n.args[i] = x;
+      return wrap(std::make_shared<const TermNode>(std::move(n)));
+    };
+    collectSwaps(t->args[i], inner, out);
+  }
+}
+
+static std::vector<Term> swappedTwins(const Term &t) {
+  std::vector<Term> out;
+  collectSwaps(t, [](const Term &x) { return x; }, out);
+  return out;
+}
+
 std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches, bool wholeOnly) {
   // Skeletons count binder levels; class definitions are stored at depth 0. A
   // reduction nested in another one (the row max inside LogSoftmax's exp-sum)
@@ -453,7 +485,18 @@ std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches
       vars.push_back(indexVar("u", static_cast<unsigned>(d)));
     std::vector<Expr> binding(vars.size()), sideConds;
     Scope s(*this, remaining);
-    if (!unify(pattern, t, binding, vars, sideConds))
+    bool unified = unify(pattern, t, binding, vars, sideConds);
+    // Operands of + and * are sorted by skeleton, which ignores indices: two
+    // reads of one class (q and k cut from one fused projection) may sit in
+    // either order. Try the pattern with such a pair swapped.
+    if (!unified)
+      for (const Term &alt : swappedTwins(pattern)) {
+        binding.assign(vars.size(), Expr());
+        sideConds.clear();
+        if ((unified = unify(alt, t, binding, vars, sideConds)))
+          break;
+      }
+    if (!unified)
       continue;
     IndexVec at;
     std::vector<Expr> inBounds;

@@ -124,6 +124,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"mlp_tp8.yaml", 0, "VERIFIED"},
         Case{"gpt8h_tp8.yaml", 0, "VERIFIED"},
         Case{"gpt8h_sp8.yaml", 0, "VERIFIED"},
+        // One fused QKV projection, one head per rank: q and k of a head are two
+        // reads of one rank tensor.
+        Case{"gpt8h_fused_qkv_tp8.yaml", 0, "VERIFIED"},
         // Llama with 8 query heads of size 2, one per rank; each of the 2 kv heads on 4 ranks.
         Case{"llama8h_tp8.yaml", 0, "VERIFIED"}),
     [](const ::testing::TestParamInfo<Case> &i) {
