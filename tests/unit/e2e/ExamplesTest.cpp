@@ -182,6 +182,28 @@ TEST(Cli, EveryLayerOfTheGptAndLlamaBlocksHasARelation) {
   }
 }
 
+// Megatron's masked lookups: the reference lookup (a select on the token id)
+// is the ranks' all-reduce, so the layers after it start from one rank class.
+TEST(Cli, VocabParallelLookupIsTheAllReduceOfTheMaskedLookups) {
+  for (const char *spec : {"vocab_tp2.yaml", "vocab_pad_tp4.yaml", "vocab_pad_tp8.yaml"}) {
+    auto r = runShardproof("check " + example(spec));
+    EXPECT_EQ(r.exitCode, 0) << r.out;
+    EXPECT_NE(r.out.find("matched      /embed/AllReduce_output_0@*"), std::string::npos) << spec << "\n" << r.out;
+    EXPECT_EQ(r.out.find("NO RELATION"), std::string::npos) << spec << "\n" << r.out;
+  }
+}
+
+// One head per rank: the relation reads as a concatenation, not a raw select
+// on the head index.
+TEST(Cli, SizeOneHeadShardsRenderAsConcat) {
+  auto r = runShardproof("check " + example("gpt8h_tp8.yaml"));
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  for (const char *t : {"MatMul_output_0", "MatMul_1_output_0"})
+    EXPECT_NE(r.out.find("concat(/attn/" + std::string(t) + "@0, /attn/" + t + "@1, /attn/" + t + "@2"),
+              std::string::npos)
+        << t << "\n" << r.out;
+}
+
 TEST(Replay, PrintsTheTwoNumbersThatDifferAtTheCounterexample) {
   auto r = runShardproof("replay " + example("seq_pos_chunk_tp3.yaml"));
   EXPECT_EQ(r.exitCode, 1) << r.out;
