@@ -114,6 +114,56 @@ Term gather(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx
   return t;
 }
 
+// --- GatherElements (torch.gather) -----------------------------------------------
+// y[i] = x[i with axis := v(i)], v(i) the integer value of indices[i]: the
+// target logit of a cross-entropy (`logp.gather(-1, target[..., None])`).
+llvm::Expected<OpResult> inferGatherElements(const OpInputs &in) {
+  if (!in.has(0) || !in.has(1))
+    return userError("node " + describe(in.node) + " needs data and indices");
+  const Shape &data = *in.shapes[0], &ind = *in.shapes[1];
+  if (data.rank() != ind.rank())
+    return userError("node " + describe(in.node) + ": data and indices have different ranks (" +
+                     std::to_string(data.rank()) + " and " + std::to_string(ind.rank()) + ")");
+  auto axis = normAxis(in.node, attrInt(in.node, "axis", 0), data.rank());
+  if (!axis)
+    return axis.takeError();
+  if (!in.inputValue)
+    return unsupportedError("node " + describe(in.node) + ": GatherElements needs the values of its indices");
+  OpResult r = one(ind, in.dtypes[0]);
+  IndexVec pos = indexVars("g", static_cast<unsigned>(ind.rank()));
+  auto v = in.inputValue(1, pos);
+  if (!v)
+    return unsupportedError("node " + describe(in.node) + ": the indices are data whose values are not known " +
+                            "(give integer inputs a `values` range in the spec)");
+  // Off the gathered axis, indices must fit inside data (ONNX requires it).
+  std::vector<Expr> inside;
+  for (size_t d = 0; d < ind.rank(); ++d) {
+    inside.push_back(inRange(pos[d], Expr::intConst(0), ind.dims[d]));
+    if (static_cast<int64_t>(d) != *axis && !ind.dims[d].same(data.dims[d]))
+      r.obligations.push_back({"indices of " + describe(in.node) + " fit inside data in dim " + std::to_string(d),
+                               ind.dims[d] <= data.dims[d]});
+  }
+  const Expr &n = data.dims[*axis];
+  r.obligations.push_back({"every index of " + describe(in.node) + " is in range [-" + n.str() + ", " + n.str() + ")",
+                           smt::implies(smt::conj(inside), inRange(*v, -n, n))});
+  r.aux = {*axis};
+  return r;
+}
+
+Term gatherElements(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read,
+                    int level) {
+  Term t = read(1, idx, level);
+  auto v = t && in.indexValue ? in.indexValue(t) : std::nullopt;
+  if (!v)
+    return nullptr;
+  int64_t axis = r.aux[0];
+  const Expr &n = in.shapes[0]->dims[axis];
+  IndexVec neg = idx, pos = idx;
+  neg[axis] = *v + n;
+  pos[axis] = *v;
+  return mkSelect(*v < Expr::intConst(0), read(0, neg, level), read(0, pos, level));
+}
+
 // --- ConstantOfShape / Expand ------------------------------------------------
 llvm::Expected<Shape> shapeFromValues(const OpInputs &in, unsigned i, const char *what) {
   auto vals = intInput(in, i, what);
@@ -315,6 +365,7 @@ std::vector<OpDef> indexOps() {
   using C = OpClass;
   return {
       opRow("Gather", C::View, inferGather, gather),
+      opRow("GatherElements", C::View, inferGatherElements, gatherElements),
       opRow("ConstantOfShape", C::Compute, inferConstantOfShape, constantOfShape),
       opRow("Expand", C::View, inferExpand, expand),
       opRow("Trilu", C::Compute, inferTrilu, trilu),

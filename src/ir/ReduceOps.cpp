@@ -1,6 +1,6 @@
-// Reductions over axes: ReduceSum/ReduceMean, Softmax/LogSoftmax and
-// LayerNormalization. Each is a Sum term over the reduced axes (nested, one
-// binder per axis), so sharding of a reduced axis shows up as a split sum and
+// Reductions over axes: ReduceSum/ReduceMean/ReduceMax/ReduceMin,
+// Softmax/LogSoftmax and LayerNormalization. Each is a Sum term (a sum, or the
+// max/min binder) over the reduced axes (nested, one binder per axis), so sharding of a reduced axis shows up as a split sum and
 // sharding of a kept axis passes straight through.
 #include "shardproof/ir/Ops.h"
 
@@ -14,13 +14,14 @@ using smt::Expr;
 
 // Sum over the axes in `axes` (sorted) of body(src, depth), where src is
 // `idx` with each reduced axis replaced by its bound variable.
+// `op` is the reduction: Fn::Add (a sum), Fn::Max2 or Fn::Min2 (the max/min binder).
 Term sumOver(const Shape &s, const std::vector<int64_t> &axes, IndexVec src, int level,
-             const std::function<Term(const IndexVec &, int)> &body) {
+             const std::function<Term(const IndexVec &, int)> &body, Fn op = Fn::Add) {
   for (size_t k = 0; k < axes.size(); ++k)
     src[axes[k]] = boundVar(level + static_cast<int>(k));
   Term t = body(src, level + static_cast<int>(axes.size()));
   for (size_t k = axes.size(); k-- > 0;)
-    t = mkSum(level + static_cast<int>(k), Expr::intConst(0), s.dims[axes[k]], t);
+    t = mkReduce(op, level + static_cast<int>(k), Expr::intConst(0), s.dims[axes[k]], t);
   return t;
 }
 
@@ -109,6 +110,15 @@ Term reduceSum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &
                  [&](const IndexVec &src, int l) { return read(0, src, l); });
 }
 
+template <Fn Op>
+Term reduceExtremum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read,
+                    int level) {
+  std::vector<int64_t> axes(r.aux.begin(), r.aux.end() - 1);
+  return sumOver(
+      *in.shapes[0], axes, reducedSource(in, r, idx), level,
+      [&](const IndexVec &src, int l) { return read(0, src, l); }, Op);
+}
+
 Term reduceMean(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read,
                 int level) {
   std::vector<int64_t> axes(r.aux.begin(), r.aux.end() - 1);
@@ -141,8 +151,20 @@ Term softmax(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &id
   return mkMul({mkApply(Fn::Exp, {read(0, idx, level)}), mkApply(Fn::Recip, {expSum(in, r, idx, read, level)})});
 }
 
+// LogSoftmax as ONNX defines it (its function body): the row max is
+// subtracted before exp, `(x - max) - log(sum exp(x - max))`. Exp and Log are
+// uninterpreted, so this form is what a hand-written stable log-softmax or
+// Megatron's vocab-parallel cross-entropy (max all-reduce, then shifted sums)
+// is compared with.
 Term logSoftmax(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  return mkSub(read(0, idx, level), mkApply(Fn::Log, {expSum(in, r, idx, read, level)}));
+  const Shape &s = *in.shapes[0];
+  auto rowMax = [&](const IndexVec &at, int l) {
+    return sumOver(s, {r.aux[0]}, at, l, [&](const IndexVec &src, int ll) { return read(0, src, ll); }, Fn::Max2);
+  };
+  Term shiftedSum = sumOver(s, {r.aux[0]}, idx, level, [&](const IndexVec &src, int l) {
+    return mkApply(Fn::Exp, {mkSub(read(0, src, l), rowMax(src, l))});
+  });
+  return mkSub(mkSub(read(0, idx, level), rowMax(idx, level)), mkApply(Fn::Log, {shiftedSum}));
 }
 
 // --- LayerNormalization (opset 17) -------------------------------------------
@@ -229,6 +251,8 @@ std::vector<OpDef> reduceOps() {
   return {
       opRow("ReduceSum", OpClass::Compute, inferReduce, reduceSum),
       opRow("ReduceMean", OpClass::Compute, inferReduce, reduceMean),
+      opRow("ReduceMax", OpClass::Compute, inferReduce, reduceExtremum<Fn::Max2>),
+      opRow("ReduceMin", OpClass::Compute, inferReduce, reduceExtremum<Fn::Min2>),
       opRow("Softmax", OpClass::Compute, inferSoftmax, softmax),
       opRow("LogSoftmax", OpClass::Compute, inferSoftmax, logSoftmax),
       opRow("LayerNormalization", OpClass::Compute, inferLayerNorm, layerNorm),

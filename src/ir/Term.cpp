@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 namespace shardproof::ir {
@@ -49,8 +50,8 @@ static Term finish(TermNode n) {
     break;
   case TermKind::Sum:
     h = mix(mix(h, n.lo.id()), n.hi.id());
-    h = mix(h, n.level);
-    s = mix(s, n.level);
+    h = mix(mix(h, n.level), static_cast<size_t>(n.red));
+    s = mix(mix(s, n.level), static_cast<size_t>(n.red));
     break;
   case TermKind::Select:
     h = mix(h, n.cond.id());
@@ -158,11 +159,57 @@ Term mkDiv(const Term &a, const Term &b) {
   return mkMul({a, mkApply(Fn::Recip, {b})});
 }
 
+double reduceIdentity(Fn op) {
+  if (op == Fn::Max2)
+    return -INFINITY;
+  if (op == Fn::Min2)
+    return INFINITY;
+  return 0;
+}
+
+// max/min are associative, commutative and idempotent: kept flat, sorted like
+// Add's operands, without repeats and without their identity (-inf for max),
+// so max(max(a, b), c), max(a, max(c, b)) and an all-reduce's max over ranks
+// are one term.
+static Term mkExtremum(Fn f, std::vector<Term> args) {
+  std::vector<Term> flat;
+  for (auto &a : args) {
+    if (a->kind == TermKind::Apply && a->fn == f)
+      flat.insert(flat.end(), a->args.begin(), a->args.end());
+    else
+      flat.push_back(a);
+  }
+  std::vector<Term> keep;
+  std::optional<double> c;
+  for (auto &a : flat) {
+    if (a->kind == TermKind::Const) {
+      c = !c ? a->value : f == Fn::Max2 ? std::max(*c, a->value) : std::min(*c, a->value);
+      continue;
+    }
+    bool seen = false;
+    for (auto &k : keep)
+      seen |= sameTerm(k, a);
+    if (!seen)
+      keep.push_back(a);
+  }
+  if (c && (*c != reduceIdentity(f) || keep.empty()))
+    keep.push_back(mkConst(*c));
+  if (keep.size() == 1)
+    return keep[0];
+  sortAC(keep);
+  TermNode n{TermKind::Apply};
+  n.fn = f;
+  n.args = std::move(keep);
+  return finish(std::move(n));
+}
+
 Term mkApply(Fn f, std::vector<Term> args, std::string name) {
   if (f == Fn::Add)
     return mkAdd(std::move(args));
   if (f == Fn::Mul)
     return mkMul(std::move(args));
+  if ((f == Fn::Max2 || f == Fn::Min2) && !args.empty())
+    return mkExtremum(f, std::move(args));
   // exp(-inf) = 0 exactly (IEEE and the limit over the reals): what makes a
   // where(mask, s, -inf) column vanish from a softmax. A finite fill value
   // (-1e9) stays exp(c): close to zero is not equal.
@@ -177,13 +224,26 @@ Term mkApply(Fn f, std::vector<Term> args, std::string name) {
 }
 
 Term mkSum(int level, smt::Expr lo, smt::Expr hi, Term body) {
+  return mkReduce(Fn::Add, level, std::move(lo), std::move(hi), std::move(body));
+}
+
+Term mkReduceLike(const Term &like, smt::Expr lo, smt::Expr hi, Term body) {
+  return mkReduce(like->red, like->level, std::move(lo), std::move(hi), std::move(body));
+}
+
+Term mkReduce(Fn op, int level, smt::Expr lo, smt::Expr hi, Term body) {
   lo = lo.simplify();
   hi = hi.simplify();
-  if (auto l = lo.asInt(), h = hi.asInt(); l && h && *h <= *l)
-    return mkConst(0);
-  if (isConst(body, 0))
+  auto l = lo.asInt(), h = hi.asInt();
+  if (l && h && *h <= *l)
+    return mkConst(reduceIdentity(op));
+  if (op == Fn::Add && isConst(body, 0))
+    return body;
+  // The max of a constant over a range known to be non-empty is that constant.
+  if (op != Fn::Add && body->kind == TermKind::Const && l && h)
     return body;
   TermNode n{TermKind::Sum};
+  n.red = op;
   n.level = level;
   n.lo = lo;
   n.hi = hi;
@@ -236,7 +296,7 @@ bool sameTerm(const Term &a, const Term &b) {
       return false;
     break;
   case TermKind::Sum:
-    if (a->level != b->level || !a->lo.same(b->lo) || !a->hi.same(b->hi))
+    if (a->level != b->level || a->red != b->red || !a->lo.same(b->lo) || !a->hi.same(b->hi))
       return false;
     break;
   case TermKind::Select:
@@ -269,7 +329,7 @@ static Term rebuild(const Term &t, const std::function<smt::Expr(const smt::Expr
   }
   case TermKind::Sum: {
     int lvl = t->level >= from ? t->level + levelDelta : t->level;
-    return mkSum(lvl, f(t->lo), f(t->hi), rec(t->args[0]));
+    return mkReduce(t->red, lvl, f(t->lo), f(t->hi), rec(t->args[0]));
   }
   case TermKind::Select:
     return mkSelect(f(t->cond), rec(t->args[0]), rec(t->args[1]));
@@ -319,6 +379,26 @@ Term instantiate(const Term &t, const IndexVec &vars, const IndexVec &exprs, int
   return substitute(r, {vars.begin(), vars.end()}, {exprs.begin(), exprs.end()});
 }
 
+Term distributeConstants(const Term &t) {
+  if (t->kind != TermKind::Apply)
+    return t;
+  if (t->fn == Fn::Add) {
+    std::vector<Term> args;
+    for (auto &a : t->args)
+      args.push_back(distributeConstants(a));
+    return mkAdd(std::move(args));
+  }
+  // c * (a + b): exactly a constant and one sum.
+  if (t->fn == Fn::Mul && t->args.size() == 2 && t->args[0]->kind == TermKind::Const &&
+      t->args[1]->kind == TermKind::Apply && t->args[1]->fn == Fn::Add) {
+    std::vector<Term> args;
+    for (auto &a : t->args[1]->args)
+      args.push_back(distributeConstants(mkMul({t->args[0], a})));
+    return mkAdd(std::move(args));
+  }
+  return t;
+}
+
 void collectReads(const Term &t, std::vector<ClassId> &out) {
   if (t->kind == TermKind::Read) {
     if (std::find(out.begin(), out.end(), t->cls) == out.end())
@@ -366,7 +446,7 @@ std::string str(const Term &t, const std::function<std::string(ClassId)> &classN
     return s + ")";
   }
   case TermKind::Sum:
-    return "sum(k!" + std::to_string(t->level) + " in [" + t->lo.str() + ", " + t->hi.str() +
+    return std::string(t->red == Fn::Max2 ? "max" : t->red == Fn::Min2 ? "min" : "sum") + "(k!" + std::to_string(t->level) + " in [" + t->lo.str() + ", " + t->hi.str() +
            "): " + rec(t->args[0]) + ")";
   case TermKind::Select:
     return "(" + t->cond.str() + " ? " + rec(t->args[0]) + " : " + rec(t->args[1]) + ")";

@@ -4,6 +4,7 @@
 // on every rank and in the reference.
 #include "Session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -161,10 +162,11 @@ struct Evaluator {
         return NAN;
       }
       std::string k = "k!" + std::to_string(t->level);
-      double s = 0;
+      double s = reduceIdentity(t->red);
       for (int64_t v = lo; v < hi; ++v) {
         env[k] = v;
-        s += eval(t->args[0]);
+        double x = eval(t->args[0]);
+        s = t->red == Fn::Max2 ? std::max(s, x) : t->red == Fn::Min2 ? std::min(s, x) : s + x;
       }
       env.erase(k);
       return s;
@@ -187,8 +189,8 @@ struct Evaluator {
     case Fn::Relu: return a[0] > 0 ? a[0] : 0;
     case Fn::Abs: return std::fabs(a[0]);
     case Fn::Pow: return std::pow(a[0], a[1]);
-    case Fn::Max2: return std::max(a[0], a[1]);
-    case Fn::Min2: return std::min(a[0], a[1]);
+    case Fn::Max2: return *std::max_element(a.begin(), a.end());
+    case Fn::Min2: return *std::min_element(a.begin(), a.end());
     case Fn::Opaque: {
       // Masks: comparisons, logic, Where and casts to bool compute what the
       // graph computes (a mask built from data, a finite additive mask).

@@ -120,8 +120,13 @@ std::optional<Expr> Session::indexValue(const ClassTable &table, const Term &t, 
       p = p * x;
     return p.simplify();
   }
-  case Fn::Max2: return max(xs[0], xs[1]);
-  case Fn::Min2: return min(xs[0], xs[1]);
+  case Fn::Max2:
+  case Fn::Min2: {
+    Expr m = xs[0];
+    for (size_t i = 1; i < xs.size(); ++i)
+      m = t->fn == Fn::Max2 ? max(m, xs[i]) : min(m, xs[i]);
+    return m;
+  }
   case Fn::Abs: return ite(xs[0] < Expr::intConst(0), -xs[0], xs[0]);
   case Fn::Opaque:
     if (t->name == "Cast:bool")

@@ -210,23 +210,25 @@ Term Prover::normalizeSum(const Term &t, int level) {
   if (body->kind == TermKind::Select && depth < 64) {
     const Expr &c = body->cond;
     if (!c.mentions(kName))
-      return normalize(mkSelect(c, mkSum(L, lo, hi, body->args[0]), mkSum(L, lo, hi, body->args[1])), level);
+      return normalize(mkSelect(c, mkReduceLike(t, lo, hi, body->args[0]), mkReduceLike(t, lo, hi, body->args[1])),
+                       level);
     if (auto sp = splitPoint(c, kName)) {
       // The reduction range splits where the condition flips: sum over [lo, m) of
-      // one branch plus sum over [m, hi) of the other.
+      // one branch plus sum over [m, hi) of the other (for a max binder, the max
+      // of the two maxima: a sharded max is the max all-reduce of partial maxima).
       Expr m = sp->first;
       Term first = sp->second ? body->args[0] : body->args[1];
       Term second = sp->second ? body->args[1] : body->args[0];
-      Term split = mkAdd({mkSum(L, lo, m, first), mkSum(L, m, hi, second)});
+      Term split = mkApply(t->red, {mkReduceLike(t, lo, m, first), mkReduceLike(t, m, hi, second)});
       // Where the switch point may fall outside the range (it depends on outer
       // indices, e.g. which head), split the cases on those indices instead of
       // clamping: each case is then a plain sum the matcher can recognise.
       // Strict bounds: a switch point that lands exactly on lo or hi (one head
       // per rank) becomes a whole sum, and an impossible middle case is pruned.
       if (!implies(m < hi, "sum.split"))
-        split = mkSelect(m >= hi, mkSum(L, lo, hi, first), split);
+        split = mkSelect(m >= hi, mkReduceLike(t, lo, hi, first), split);
       if (!implies(lo < m, "sum.split"))
-        split = mkSelect(m <= lo, mkSum(L, lo, hi, second), split);
+        split = mkSelect(m <= lo, mkReduceLike(t, lo, hi, second), split);
       return normalize(split, level);
     }
   }
@@ -236,8 +238,8 @@ Term Prover::normalizeSum(const Term &t, int level) {
     lo = Expr::intConst(0);
   }
   if (implies(hi <= Expr::intConst(0), "sum.empty"))
-    return mkConst(0);
-  return mkSum(L, lo, hi, body);
+    return mkConst(reduceIdentity(t->red));
+  return mkReduceLike(t, lo, hi, body);
 }
 
 // --- matching -------------------------------------------------------------------
@@ -305,7 +307,7 @@ bool Prover::collectEquations(const Term &p, const Term &t, std::vector<IndexEqu
         return false;
     return true;
   case TermKind::Sum: {
-    if (p->level != t->level)
+    if (p->level != t->level || p->red != t->red)
       return false;
     eqs.push_back({p->lo, t->lo, scope, false});
     eqs.push_back({p->hi, t->hi, scope, false});
@@ -441,8 +443,53 @@ bool Prover::unify(const Term &p, const Term &t, std::vector<Expr> &binding, con
   return true;
 }
 
+static bool hasReduction(const Term &t) {
+  if (t->kind == TermKind::Sum)
+    return true;
+  for (auto &a : t->args)
+    if (hasReduction(a))
+      return true;
+  return false;
+}
+
+// Variants of `t` with one pair of adjacent operands of an associative-
+// commutative node swapped, where the two have the same skeleton (at most 8).
+static void collectSwaps(const Term &t, const std::function<Term(const Term &)> &wrap, std::vector<Term> &out) {
+  if (out.size() >= 8)
+    return;
+  bool ac = t->kind == TermKind::Apply &&
+            (t->fn == Fn::Add || t->fn == Fn::Mul || t->fn == Fn::Max2 || t->fn == Fn::Min2);
+  if (ac)
+    for (size_t i = 0; i + 1 < t->args.size() && out.size() < 8; ++i)
+      if (t->args[i]->skeleton == t->args[i + 1]->skeleton && !sameTerm(t->args[i], t->args[i + 1])) {
+        std::vector<Term> args = t->args;
+        std::swap(args[i], args[i + 1]);
+        TermNode n = *t;
+        n.args = std::move(args);
+        out.push_back(wrap(std::make_shared<const TermNode>(std::move(n))));
+      }
+  for (size_t i = 0; i < t->args.size() && out.size() < 8; ++i) {
+    auto inner = [&, i](const Term &x) {
+      TermNode n = *t;
+      n.args[i] = x;
+      return wrap(std::make_shared<const TermNode>(std::move(n)));
+    };
+    collectSwaps(t->args[i], inner, out);
+  }
+}
+
+static std::vector<Term> swappedTwins(const Term &t) {
+  std::vector<Term> out;
+  collectSwaps(t, [](const Term &x) { return x; }, out);
+  return out;
+}
+
 std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches, bool wholeOnly) {
-  const auto &cands = classes_.withSkeleton(t->skeleton);
+  // Skeletons count binder levels; class definitions are stored at depth 0. A
+  // reduction nested in another one (the row max inside LogSoftmax's exp-sum)
+  // is looked up as if it stood at the top.
+  size_t skeleton = level > 0 && hasReduction(t) ? relevel(t, level, -level)->skeleton : t->skeleton;
+  const auto &cands = classes_.withSkeleton(skeleton);
   if (cands.empty())
     return std::nullopt;
   std::vector<std::pair<Expr, Term>> pieces;
@@ -457,7 +504,18 @@ std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches
       vars.push_back(indexVar("u", static_cast<unsigned>(d)));
     std::vector<Expr> binding(vars.size()), sideConds;
     Scope s(*this, remaining);
-    if (!unify(pattern, t, binding, vars, sideConds))
+    bool unified = unify(pattern, t, binding, vars, sideConds);
+    // Operands of + and * are sorted by skeleton, which ignores indices: two
+    // reads of one class (q and k cut from one fused projection) may sit in
+    // either order. Try the pattern with such a pair swapped.
+    if (!unified)
+      for (const Term &alt : swappedTwins(pattern)) {
+        binding.assign(vars.size(), Expr());
+        sideConds.clear();
+        if ((unified = unify(alt, t, binding, vars, sideConds)))
+          break;
+      }
+    if (!unified)
       continue;
     IndexVec at;
     std::vector<Expr> inBounds;
@@ -512,6 +570,11 @@ Term Prover::cover(const Term &t, int level, unsigned &matches) {
     // A class defined by the same Select (a masked tensor) covers both branches.
     if (auto r = tryMatch(t, level, matches, /*wholeOnly=*/true))
       return *r;
+    // A select on token ids that an all-reduce of masked lookups computes.
+    if (auto r = tryMaskedSum(t, level)) {
+      ++matches;
+      return *r;
+    }
     // mask ? (head < 1 ? A : B) : (head < 1 ? C : D) is the same tensor as
     // head < 1 ? (mask ? A : C) : (mask ? B : D), whose inner Selects can be
     // whole masked rank tensors: the nesting order must not decide the match.
@@ -561,7 +624,7 @@ Term Prover::cover(const Term &t, int level, unsigned &matches) {
       Scope s(*this, Expr::intConst(0) <= k && k < t->hi);
       body = cover(t->args[0], level + 1, matches);
     }
-    rebuilt = mkSum(t->level, t->lo, t->hi, body);
+    rebuilt = mkReduceLike(t, t->lo, t->hi, body);
   }
   if (sameTerm(rebuilt, t))
     return t;
@@ -599,6 +662,12 @@ std::optional<Expr> Prover::firstDifference(const Term &a, const Term &b, int le
   if (b->kind == TermKind::Select)
     return split(b, false);
   auto diff = [&]() -> std::optional<Expr> { return pathCond(); };
+  // -(x - y) and y - x: compare linear combinations with constants distributed.
+  if (a->kind == TermKind::Apply || b->kind == TermKind::Apply) {
+    Term da = distributeConstants(a), db = distributeConstants(b);
+    if (!sameTerm(da, a) || !sameTerm(db, b))
+      return firstDifference(da, db, level);
+  }
   if (a->kind != b->kind || a->args.size() != b->args.size())
     return diff();
   switch (a->kind) {
@@ -619,6 +688,8 @@ std::optional<Expr> Prover::firstDifference(const Term &a, const Term &b, int le
         return d;
     return std::nullopt;
   case TermKind::Sum: {
+    if (a->red != b->red)
+      return diff();
     if (!equalExpr(a->hi, b->hi))
       return (pathCond() && a->hi != b->hi).simplify();
     Expr k = boundVar(a->level);
@@ -646,7 +717,11 @@ ClassId Prover::highestComputed(const Term &t, const ClassTable &classes) {
   return any ? best : static_cast<ClassId>(-1);
 }
 
-static Term expandAt(const Term &t, ClassId c, const ClassTable &classes, int level) {
+static Term expandAtIn(const Term &t, ClassId c, const ClassTable &classes, int level);
+
+Term Prover::expandAt(const Term &t, ClassId c, int level) const { return expandAtIn(t, c, classes_, level); }
+
+static Term expandAtIn(const Term &t, ClassId c, const ClassTable &classes, int level) {
   switch (t->kind) {
   case TermKind::Const: return t;
   case TermKind::Read: {
@@ -658,19 +733,19 @@ static Term expandAt(const Term &t, ClassId c, const ClassTable &classes, int le
   case TermKind::Apply: {
     std::vector<Term> args;
     for (auto &a : t->args)
-      args.push_back(expandAt(a, c, classes, level));
+      args.push_back(expandAtIn(a, c, classes, level));
     return mkApply(t->fn, std::move(args), t->name);
   }
   case TermKind::Sum:
-    return mkSum(t->level, t->lo, t->hi, expandAt(t->args[0], c, classes, t->level + 1));
+    return mkReduceLike(t, t->lo, t->hi, expandAtIn(t->args[0], c, classes, t->level + 1));
   case TermKind::Select:
-    return mkSelect(t->cond, expandAt(t->args[0], c, classes, level), expandAt(t->args[1], c, classes, level));
+    return mkSelect(t->cond, expandAtIn(t->args[0], c, classes, level), expandAtIn(t->args[1], c, classes, level));
   }
   return t;
 }
 
 Term Prover::expandClass(const Term &t, ClassId c, int level) {
-  return normalize(expandAt(t, c, classes_, level), level);
+  return normalize(expandAtIn(t, c, classes_, level), level);
 }
 
 bool Prover::expandHighest(Term &t, ClassId &highest) {

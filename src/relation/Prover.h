@@ -79,6 +79,12 @@ public:
 private:
   smt::Expr simplifyConjuncts(const smt::Expr &c);
   Term normalizeSum(const Term &t, int level);
+  /// `t`, a Select on data (token ids), as one read of a class that sums
+  /// masked rank tensors whose masks the ids partition (MaskedSum.cpp).
+  std::optional<Term> tryMaskedSum(const Term &t, int level);
+  /// `t` with reads of class `c` replaced by its definition (one layer).
+  Term expandAt(const Term &t, ClassId c, int level) const;
+  std::vector<std::vector<ClassId>> maskedSums_; // per class: leaf reads of a masked sum's addends
   /// Rewrites `t` into reads of classes computing it, region by region; with
   /// `wholeOnly`, only a single read covering the whole path counts.
   std::optional<Term> tryMatch(const Term &t, int level, unsigned &matches, bool wholeOnly = false);

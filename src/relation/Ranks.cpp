@@ -35,9 +35,13 @@ static std::string collectiveKind(const Node &n) {
 }
 
 // Turns the element term of a computed rank tensor into a class read.
-static void internValue(Session &S, int r, const Node &n, int out) {
+// `evenIfPure`: a reduction's output is a class even when its term only
+// selects elements (an all-reduce of masked lookups, whose masks leave one
+// rank's row per token: a select on the token id), so the reference's lookup
+// can be matched to it and the layers after it start from one class.
+static void internValue(Session &S, int r, const Node &n, int out, bool evenIfPure = false) {
   ValueInfo &v = S.rankValues[r][out];
-  if (!v.term || isPure(v.term))
+  if (!v.term || (isPure(v.term) && !(evenIfPure && v.term->kind == TermKind::Select)))
     return; // views stay as index remaps of their inputs
   IndexVec iv = indexVars("i", static_cast<unsigned>(v.shape->rank()));
   IndexVec uv = indexVars("u", static_cast<unsigned>(v.shape->rank()));
@@ -120,7 +124,7 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
       Prover::Scope sc(S.prover, Session::bounds(s0));
       S.rankValues[r][out].term = S.prover.normalize(t, 0);
       S.rankValues[r][out].shape = s0;
-      internValue(S, r, *calls[r], out);
+      internValue(S, r, *calls[r], out, /*evenIfPure=*/true);
     }
     return llvm::Error::success();
   }

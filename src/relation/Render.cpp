@@ -3,6 +3,7 @@
 #include "Session.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace shardproof::relation {
 
@@ -25,6 +26,126 @@ static bool identityExcept(const IndexVec &idx, int axis, Expr *shift) {
       return false;
   }
   return true;
+}
+
+// A concat along `axis` of known length, read off position by position: the
+// Select chain picks one part at each position p, and part j must cover a run
+// [o_j, o_j + n_j) reading its own index p - o_j there, and the identity on the
+// other dims. This also reads a part of size 1 indexed by the constant 0 (one
+// head per rank), which has no shift.
+// The identity index on every dim but `axis` (which may be anything).
+static bool identityExceptAxisFree(const IndexVec &idx, int axis) {
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (static_cast<int>(d) != axis && !idx[d].same(indexVar("i", static_cast<unsigned>(d))))
+      return false;
+  return true;
+}
+
+// The one index axis every condition of a select tree tests (nullopt if not one).
+static std::optional<int> selectAxis(const Term &t) {
+  std::optional<int> axis;
+  std::function<bool(const Term &)> walk = [&](const Term &x) {
+    if (x->kind != TermKind::Select)
+      return true;
+    int a = -1;
+    for (auto &v : x->cond.vars()) {
+      if (v.rfind("i!", 0) != 0)
+        return false;
+      int d = std::stoi(v.substr(2));
+      if (a >= 0 && d != a)
+        return false;
+      a = d;
+    }
+    if (a < 0 || (axis && *axis != a))
+      return false;
+    axis = a;
+    return walk(x->args[0]) && walk(x->args[1]);
+  };
+  if (!walk(t))
+    return std::nullopt;
+  return axis;
+}
+
+static void treeLeaves(const Term &t, std::vector<Term> &out) {
+  if (t->kind == TermKind::Select) {
+    treeLeaves(t->args[0], out);
+    treeLeaves(t->args[1], out);
+    return;
+  }
+  out.push_back(t);
+}
+
+static std::optional<std::string> concatByPositions(const Session &S, const Term &t, int axis) {
+  std::vector<Term> parts;
+  treeLeaves(t, parts); // in the order the walk below numbers them
+  int64_t total = 0;
+  for (auto &p : parts) {
+    if (p->kind != TermKind::Read || static_cast<size_t>(axis) >= p->idx.size())
+      return std::nullopt;
+    auto n = S.classes[p->cls].shape.dims[axis].simplify().asInt();
+    if (!n || *n <= 0)
+      return std::nullopt;
+    total += *n;
+  }
+  if (total > 4096)
+    return std::nullopt;
+  std::string var = "i!" + std::to_string(axis);
+  std::vector<int64_t> start(parts.size(), -1), seen(parts.size(), 0);
+  int64_t expectNext = 0;
+  std::vector<size_t> order;
+  for (int64_t pos = 0; pos < total; ++pos) {
+    auto env = [&](const std::string &n) -> std::optional<int64_t> {
+      return n == var ? std::optional<int64_t>(pos) : std::nullopt;
+    };
+    // Walk the select tree (a chain, or nested selects on the same axis) to
+    // the leaf this position reads; j numbers leaves left to right.
+    Term cur = t;
+    size_t j = 0;
+    while (cur->kind == TermKind::Select) {
+      auto c = cur->cond.eval(env);
+      if (!c)
+        return std::nullopt;
+      if (*c) {
+        cur = cur->args[0];
+      } else {
+        std::vector<Term> skipped;
+        treeLeaves(cur->args[0], skipped);
+        j += skipped.size();
+        cur = cur->args[1];
+      }
+    }
+    if (start[j] < 0) {
+      if (pos != expectNext)
+        return std::nullopt;
+      start[j] = pos;
+      order.push_back(j);
+    }
+    if (pos != start[j] + seen[j])
+      return std::nullopt; // not one contiguous run
+    auto at = parts[j]->idx[axis].eval(env);
+    if (!at || *at != pos - start[j])
+      return std::nullopt;
+    // The other dims read the identity at this position (a flattened index
+    // like 2*i!1 + i!3 is i!3 where the head i!1 is 0).
+    IndexVec other = parts[j]->idx;
+    for (size_t d = 0; d < other.size(); ++d)
+      if (static_cast<int>(d) != axis)
+        other[d] = other[d].substitute({Expr::intVar(var)}, {Expr::intConst(pos)}).simplify();
+    if (!identityExceptAxisFree(other, axis))
+      return std::nullopt;
+    ++seen[j];
+    expectNext = pos + 1;
+  }
+  std::string s = "concat(";
+  for (size_t k = 0; k < order.size(); ++k) {
+    size_t j = order[k];
+    if (seen[j] != *S.classes[parts[j]->cls].shape.dims[axis].simplify().asInt())
+      return std::nullopt;
+    s += (k ? ", " : "") + S.className(parts[j]->cls);
+  }
+  if (order.size() != parts.size())
+    return std::nullopt;
+  return s + ", axis=" + std::to_string(axis) + ")";
 }
 
 static std::optional<std::string> renderRel(const Session &S, const Term &t) {
@@ -54,6 +175,11 @@ static std::optional<std::string> renderRel(const Session &S, const Term &t) {
     return s + ")";
   }
   case TermKind::Select: {
+    // A select tree whose conditions all test one index axis: read it off
+    // position by position when the axis has a known length.
+    if (auto a = selectAxis(t))
+      if (auto c = concatByPositions(S, t, *a))
+        return c;
     // concat: a chain Select(i_a < m, X0, Select(i_a < m2, X1, ...)) of reads
     // shifted along one axis.
     std::vector<Term> parts;
@@ -75,6 +201,7 @@ static std::optional<std::string> renderRel(const Session &S, const Term &t) {
       cur = cur->args[1];
     }
     parts.push_back(cur);
+
     // Order the parts by where they sit on the axis (the Select chain may test
     // the last shard first), and say concat only when they tile [0, n) exactly.
     std::vector<std::pair<Expr, Term>> placed;

@@ -29,6 +29,18 @@ class AllReduce(torch.autograd.Function):
         return _unsized(g, g.op("com.microsoft::AllReduce", x), x)
 
 
+class AllReduceMax(torch.autograd.Function):
+    """shardproof::AllReduce with op=max: elementwise max over ranks."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def symbolic(g, x):
+        return _unsized(g, g.op("shardproof::AllReduce", x, op_s="max"), x)
+
+
 class AllGather(torch.autograd.Function):
     """com.microsoft::AllGather: concat of every rank's input along `axis`."""
 
@@ -83,6 +95,10 @@ class Mystery(torch.autograd.Function):
 
 def all_reduce(x):
     return AllReduce.apply(x)
+
+
+def all_reduce_max(x):
+    return AllReduceMax.apply(x)
 
 
 def all_gather(x, axis, group_size):

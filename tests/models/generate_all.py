@@ -14,6 +14,7 @@ import gpt  # noqa: E402
 import llama  # noqa: E402
 import mlp  # noqa: E402
 import vocab  # noqa: E402
+import lmhead  # noqa: E402
 import sp  # noqa: E402
 import tp8  # noqa: E402
 import split  # noqa: E402
@@ -29,7 +30,9 @@ def main():
     mlp.generate(out)
     gpt.generate(out)
     llama.generate(out)
+    llama.generate_tp8(out)
     vocab.generate(out)
+    lmhead.generate(out)
     sp.generate(out)
     tp8.generate(out)
     split.generate(out)

@@ -23,6 +23,7 @@ whole k/v projections (replicated) and keep their kv head by slicing the
 projection's output. (Slicing the weight itself gets constant-folded by the
 exporter into an unnamed initializer.)
 """
+import contextlib
 import math
 
 import torch
@@ -174,6 +175,36 @@ def kv_head_of(rank, world):
 def _export(module, path):
     args = (torch.randn(2, 5, D_MODEL), torch.randn(8, HEAD_DIM), torch.randn(8, HEAD_DIM))
     export(module, args, NAMES, ["y"], DYNAMIC, path)
+
+
+class heads(contextlib.ContextDecorator):
+    """Temporarily a block with `n` query heads (head size D_MODEL // n; the
+    module reads the constants when built and when exported)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __enter__(self):
+        global HEADS, HEAD_DIM
+        self.saved = HEADS, HEAD_DIM
+        HEADS, HEAD_DIM = self.n, D_MODEL // self.n
+
+    def __exit__(self, *exc):
+        global HEADS, HEAD_DIM
+        HEADS, HEAD_DIM = self.saved
+        return False
+
+
+def generate_tp8(out):
+    """TP8: a block with 8 query heads of size 2 (D_MODEL 16) and 2 kv heads,
+    its own reference llama8h_ref.onnx; one query head per rank, each kv head
+    replicated on 4 ranks (whole k/v projections, each rank keeping its kv
+    head's columns), D_FF 32 split 4 columns per rank. Seeded on a forked RNG."""
+    with torch.random.fork_rng(), heads(8):
+        torch.manual_seed(88)
+        _export(Block(), f"{out}/llama8h_ref.onnx")
+        for r in range(8):
+            _export(Block(8, kv_head=kv_head_of(r, 8)), f"{out}/llama8h_tp8_rank{r}.onnx")
 
 
 def generate(out):

@@ -7,10 +7,14 @@ write:
 * a GPT-2 block with 8 heads (gpt.py's has 4, too few for 8 ranks; sp.Block
   takes a head count) as its own reference gpt8h_ref.onnx, under tensor
   parallelism on 8 ranks (one head per rank, gpt8h_tp8_rank{r}.onnx) and
-  under sequence plus tensor parallelism on 8 ranks (gpt8h_sp8_rank{r}.onnx).
+  under sequence plus tensor parallelism on 8 ranks (gpt8h_sp8_rank{r}.onnx);
+* gpt.py's block with a fused QKV projection and 8 heads of size 2
+  (gpt8h_fused_ref.onnx) on 8 ranks, one head per rank, each rank's fused
+  weight [q_r | k_r | v_r] (gpt8h_fused_tp8_rank{r}.onnx).
 """
 import torch
 
+import gpt
 import mlp
 import sp
 
@@ -39,3 +43,14 @@ def _generate(out, batch, seq):
     for r in range(world):
         sp.export_block(sp.Block(HEADS, world, r, sp.TP), f"{out}/gpt8h_tp8_rank{r}.onnx", False, batch, seq + 2)
         sp.export_block(sp.Block(HEADS, world, r, sp.SP), f"{out}/gpt8h_sp8_rank{r}.onnx", True, batch, seq)
+
+    # gpt.Attention reads gpt.HEADS when it is built.
+    saved = gpt.HEADS
+    gpt.HEADS = HEADS
+    try:
+        fused = gpt.Options(fused_qkv=True)
+        gpt._export(gpt.Block(1, fused), f"{out}/gpt8h_fused_ref.onnx")
+        for r in range(world):
+            gpt._export(gpt.Block(world, fused), f"{out}/gpt8h_fused_tp8_rank{r}.onnx")
+    finally:
+        gpt.HEADS = saved

@@ -126,3 +126,5 @@ def _generate(out, batch, seq):
     ranks("range_offbyone", 2, lambda r: Options(upper_inclusive=True))
     ranks("wrong_offset", 2, lambda r: Options(start_offset=1 if r == 1 else 0))
     ranks("no_mask_output", 2, lambda r: Options(mask_output=False))
+    # 10 rows over 8 ranks: 2 each (16 in all); ranks 5, 6 and 7 hold only padding.
+    ranks("pad_tp8", 8)

@@ -38,7 +38,8 @@ enum class Fn : uint8_t {
   Mul,   // n-ary, commutative
   Recip, // 1/x
   Erf, Tanh, Exp, Log, Sqrt, Sigmoid, Relu, Abs,
-  Pow, Max2, Min2, // binary
+  Pow,             // binary
+  Max2, Min2,      // n-ary (associative, commutative, idempotent); also the max/min binder of a Sum node
   Opaque,          // named by TermNode::name (e.g. "Cast:float32")
 };
 const char *fnName(Fn f);
@@ -57,6 +58,7 @@ struct TermNode {
   std::vector<Term> args; // Apply: operands; Sum: {body}; Select: {then, else}
   smt::Expr lo, hi;       // Sum: the bound variable ranges over [lo, hi)
   int level = 0;          // Sum: its binder is "k!<level>"
+  Fn red = Fn::Add;       // Sum: the reduction (Add: sum, Max2: max, Min2: min)
   smt::Expr cond;         // Select: boolean over index variables and symbols
   size_t hash = 0;        // structural
   size_t skeleton = 0;    // structural, ignoring index expressions and bounds
@@ -73,6 +75,14 @@ Term mkNeg(const Term &a);
 Term mkDiv(const Term &a, const Term &b);
 /// Sum over k!level in [lo, hi) of body (body built at depth level+1).
 Term mkSum(int level, smt::Expr lo, smt::Expr hi, Term body);
+/// The reduction `op` (Fn::Add, Fn::Max2 or Fn::Min2) over k!level in [lo, hi)
+/// of body: a sum, or the max/min binder (an empty range gives the op's
+/// identity: 0, -inf, +inf, as ONNX's ReduceMax/ReduceMin on an empty axis).
+Term mkReduce(Fn op, int level, smt::Expr lo, smt::Expr hi, Term body);
+/// The same reduction as the Sum node `like` (its op and level) over another range/body.
+Term mkReduceLike(const Term &like, smt::Expr lo, smt::Expr hi, Term body);
+/// Identity element of a reduction op (0 for Add, -inf for Max2, +inf for Min2).
+double reduceIdentity(Fn op);
 Term mkSelect(smt::Expr cond, Term thenT, Term elseT);
 
 smt::Expr indexVar(const char *prefix, unsigned d); // "i!d", "u!d"
@@ -91,6 +101,11 @@ Term instantiate(const Term &t, const IndexVec &vars, const IndexVec &exprs, int
 Term substitute(const Term &t, const std::vector<smt::Expr> &from, const std::vector<smt::Expr> &to);
 /// Applies `f` to every index expression and bound (e.g. simplify).
 Term mapExprs(const Term &t, const std::function<smt::Expr(const smt::Expr &)> &f);
+
+/// `t` with constant factors distributed over sums, c * (a + b) = c*a + c*b,
+/// through the additive structure at the top of `t` (real arithmetic):
+/// `-(x - y)` and `y - x` become one term. Nodes below other functions are kept.
+Term distributeConstants(const Term &t);
 
 /// Every class read anywhere in the term.
 void collectReads(const Term &t, std::vector<ClassId> &out);

@@ -77,6 +77,21 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"vocab_range_offbyone_tp2.yaml", 1, "every index of '/embed/Gather' (Gather) is in range [-5, 5) fails (rank 0)"},
         Case{"vocab_wrong_offset_tp2.yaml", 1, "REFUTED at module embed (reference node /embed/Gather"},
         Case{"vocab_no_mask_output_tp2.yaml", 1, "REFUTED at module embed (reference node /embed/Gather"},
+        // Ten rows over eight ranks: three ranks hold only padding rows.
+        Case{"vocab_pad_tp8.yaml", 0, "VERIFIED"},
+        // Vocab-parallel LM head with Megatron's cross-entropy (max all-reduce of
+        // the ranks' row maxima, sum all-reduces of exp-sums and masked target
+        // logits), and the all-gather-then-slice layout, against log_softmax.
+        Case{"lmhead_ce_tp2.yaml", 0, "VERIFIED"},
+        Case{"lmhead_ce_pad_tp4.yaml", 0, "VERIFIED"},
+        Case{"lmhead_gather_pad_tp4.yaml", 0, "VERIFIED"},
+        // Each rank subtracts its own max: the exp-sums add up on different scales.
+        Case{"lmhead_ce_no_max_allreduce_tp2.yaml", 1, "output 'loss' on rank 0 differs from the reference"},
+        // Padding columns enter the max and the exp-sum.
+        Case{"lmhead_ce_pad_unmasked_tp4.yaml", 1, "output 'loss' on rank 0 differs from the reference"},
+        // Target range check `> end`: rank 0 gathers column 5 of its 5 columns.
+        Case{"lmhead_ce_target_offbyone_tp2.yaml", 1,
+             "every index of '/ce/GatherElements' (GatherElements) is in range [-5, 5) fails (rank 0)"},
         // Sequence parallelism: AllGather on the sequence before column-parallel
         // layers, ReduceScatter after row-parallel ones, LayerNorm on sequence shards.
         Case{"sp_tp2.yaml", 0, "VERIFIED"},
@@ -123,7 +138,12 @@ INSTANTIATE_TEST_SUITE_P(
         // Eight ranks.
         Case{"mlp_tp8.yaml", 0, "VERIFIED"},
         Case{"gpt8h_tp8.yaml", 0, "VERIFIED"},
-        Case{"gpt8h_sp8.yaml", 0, "VERIFIED"}),
+        Case{"gpt8h_sp8.yaml", 0, "VERIFIED"},
+        // One fused QKV projection, one head per rank: q and k of a head are two
+        // reads of one rank tensor.
+        Case{"gpt8h_fused_qkv_tp8.yaml", 0, "VERIFIED"},
+        // Llama with 8 query heads of size 2, one per rank; each of the 2 kv heads on 4 ranks.
+        Case{"llama8h_tp8.yaml", 0, "VERIFIED"}),
     [](const ::testing::TestParamInfo<Case> &i) {
       std::string n = i.param.spec;
       n = n.substr(0, n.find('.'));
@@ -175,6 +195,28 @@ TEST(Cli, EveryLayerOfTheGptAndLlamaBlocksHasARelation) {
     EXPECT_EQ(r.out.find("NO RELATION"), std::string::npos) << spec << "\n" << r.out;
     EXPECT_EQ(r.out.find("only part of"), std::string::npos) << spec << "\n" << r.out;
   }
+}
+
+// Megatron's masked lookups: the reference lookup (a select on the token id)
+// is the ranks' all-reduce, so the layers after it start from one rank class.
+TEST(Cli, VocabParallelLookupIsTheAllReduceOfTheMaskedLookups) {
+  for (const char *spec : {"vocab_tp2.yaml", "vocab_pad_tp4.yaml", "vocab_pad_tp8.yaml"}) {
+    auto r = runShardproof("check " + example(spec));
+    EXPECT_EQ(r.exitCode, 0) << r.out;
+    EXPECT_NE(r.out.find("matched      /embed/AllReduce_output_0@*"), std::string::npos) << spec << "\n" << r.out;
+    EXPECT_EQ(r.out.find("NO RELATION"), std::string::npos) << spec << "\n" << r.out;
+  }
+}
+
+// One head per rank: the relation reads as a concatenation, not a raw select
+// on the head index.
+TEST(Cli, SizeOneHeadShardsRenderAsConcat) {
+  auto r = runShardproof("check " + example("gpt8h_tp8.yaml"));
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  for (const char *t : {"MatMul_output_0", "MatMul_1_output_0"})
+    EXPECT_NE(r.out.find("concat(/attn/" + std::string(t) + "@0, /attn/" + t + "@1, /attn/" + t + "@2"),
+              std::string::npos)
+        << t << "\n" << r.out;
 }
 
 TEST(Replay, PrintsTheTwoNumbersThatDifferAtTheCounterexample) {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 using namespace shardproof;
 using namespace shardproof::ir;
 using smt::Expr;
@@ -250,7 +252,8 @@ TEST(IndexMap, RangeWithASymbolicStepIsNotGuessed) {
 TEST(IndexMap, ClipIsMinOfMaxWithTheOptionalBounds) {
   Apply both("Clip", {shape({sym("s"), num(4)}), shape({}), shape({})});
   EXPECT_EQ(both.outShape(), "[s, 4]");
-  EXPECT_EQ(both.element(), "min(max(in0[i!0, i!1], in1[]), in2[])");
+  // min and max are order-free (operands sorted), so this is min(hi, max(x, lo)).
+  EXPECT_EQ(both.element(), "min(in2[], max(in0[i!0, i!1], in1[]))");
   Apply lowOnly("Clip", {shape({sym("s")}), shape({}), std::nullopt});
   EXPECT_EQ(lowOnly.element(), "max(in0[i!0], in1[])");
 }
@@ -263,6 +266,46 @@ TEST(ShapeValues, ClipFoldsIntegerValues) {
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->vals[0].asInt(), 0);
   EXPECT_EQ(v->vals[1].asInt(), 5);
+}
+
+TEST(IndexMap, ReduceMaxIsAMaxBinderOverTheReducedAxis) {
+  Apply a("ReduceMax", {shape({sym("s"), sym("v")})}, {{"axes", intsAttr({1})}, {"keepdims", intAttr(0)}});
+  EXPECT_EQ(a.outShape(), "[s]");
+  EXPECT_EQ(a.element(), "max(k!0 in [0, v): in0[i!0, k!0])");
+  Apply m("ReduceMin", {shape({num(4), num(3)})}, {{"axes", intsAttr({0})}});
+  EXPECT_EQ(m.outShape(), "[1, 3]");
+  EXPECT_EQ(m.element(), "min(k!0 in [0, 4): in0[k!0, i!1])");
+}
+
+TEST(IndexMap, LogSoftmaxSubtractsTheRowMaxAsOnnxDefinesIt) {
+  Apply a("LogSoftmax", {shape({sym("s"), num(4)})}, {{"axis", intAttr(-1)}});
+  std::string e = a.element();
+  EXPECT_NE(e.find("max(k!0 in [0, 4): in0[i!0, k!0])"), std::string::npos) << e;
+  EXPECT_NE(e.find("log(sum(k!0 in [0, 4): exp("), std::string::npos) << e;
+  EXPECT_NE(e.find("max(k!1 in [0, 4): in0[i!0, k!1])"), std::string::npos) << "the max inside the exp-sum: " << e;
+}
+
+TEST(Terms, MaxIsFlatOrderFreeAndIdempotent) {
+  Term a = mkRead(0, {num(0)}), b = mkRead(1, {num(0)}), c = mkRead(2, {num(0)});
+  Term left = mkApply(Fn::Max2, {mkApply(Fn::Max2, {a, b}), c});
+  Term right = mkApply(Fn::Max2, {c, mkApply(Fn::Max2, {b, a})});
+  EXPECT_TRUE(sameTerm(left, right));
+  EXPECT_TRUE(sameTerm(mkApply(Fn::Max2, {a, a}), a));
+  EXPECT_TRUE(sameTerm(mkApply(Fn::Max2, {a, mkConst(-INFINITY)}), a)) << "-inf is max's identity";
+  EXPECT_FALSE(sameTerm(mkApply(Fn::Max2, {a, b}), mkApply(Fn::Min2, {a, b})));
+}
+
+TEST(Terms, AnEmptyMaxIsMinusInfinityNotZero) {
+  Term body = mkRead(0, {boundVar(0)});
+  EXPECT_EQ(mkReduce(Fn::Max2, 0, num(3), num(3), body)->value, -INFINITY);
+  EXPECT_EQ(mkReduce(Fn::Add, 0, num(3), num(3), body)->value, 0);
+  // A max and a sum over the same range are different terms.
+  EXPECT_FALSE(sameTerm(mkReduce(Fn::Max2, 0, num(0), sym("n"), body), mkSum(0, num(0), sym("n"), body)));
+}
+
+TEST(Terms, NegatedDifferenceDistributesToTheSwappedDifference) {
+  Term x = mkRead(0, {num(0)}), y = mkRead(1, {num(0)});
+  EXPECT_TRUE(sameTerm(distributeConstants(mkNeg(mkSub(x, y))), mkSub(y, x)));
 }
 
 TEST(OpTable, UnknownOpsAreNotGuessed) {

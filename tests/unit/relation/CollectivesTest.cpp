@@ -135,6 +135,51 @@ TEST(Collectives, ReduceScatterOfAnOddSequenceIsRefutedWithTheSize) {
 
 namespace {
 
+// The row max over a vocab sharded on two ranks: each rank takes the max of its
+// columns, the ranks combine them with AllReduce(op).
+ir::Graph rowMaxRef() {
+  GraphBuilder b("ref.onnx");
+  b.input("x", {"seq", 8});
+  b.node("ReduceMax", {"x"}, {"m"}, "/head/ReduceMax", {{"axes", GraphBuilder::intsAttr({1})}}).output("m");
+  return b.build();
+}
+ir::Graph rowMaxRank(int r, const std::string &op) {
+  GraphBuilder b("rank" + std::to_string(r) + ".onnx");
+  b.input("x", {"seq", 4});
+  ir::Attribute a;
+  a.kind = ir::Attribute::Kind::String;
+  a.s = op;
+  b.node("ReduceMax", {"x"}, {"p"}, "/head/ReduceMax", {{"axes", GraphBuilder::intsAttr({1})}});
+  b.node("AllReduce", {"p"}, {"m"}, "/head/AllReduce", {{"op", a}}, "shardproof").output("m");
+  return b.build();
+}
+const char *kRowMaxSpec = R"(
+shardproof: 1
+reference: ref.onnx
+implementation: {world_size: 2, ranks: "rank{r}.onnx"}
+symbols: {seq: {min: 1}}
+inputs: {x: {shard: 1, split: even}}
+outputs: {m: replicated}
+)";
+
+} // namespace
+
+TEST(Collectives, MaxAllReduceOfPartialMaximaIsTheRowMax) {
+  auto r = check(rowMaxRef(), {rowMaxRank(0, "max"), rowMaxRank(1, "max")}, parse(kRowMaxSpec));
+  EXPECT_EQ(r.verdict, Verdict::Verified) << r.reason;
+}
+
+TEST(Collectives, SumAllReduceOfPartialMaximaIsRefuted) {
+  auto r = check(rowMaxRef(), {rowMaxRank(0, "sum"), rowMaxRank(1, "sum")}, parse(kRowMaxSpec));
+  ASSERT_EQ(r.verdict, Verdict::Refuted) << r.reason;
+  bool witnessed = false;
+  for (auto &f : r.failures)
+    witnessed |= f.cex.has_value();
+  EXPECT_TRUE(witnessed);
+}
+
+namespace {
+
 // Ulysses-style exchange: sequence-sharded in, head(column)-sharded out.
 ir::Graph reluRef() {
   GraphBuilder b("ref.onnx");

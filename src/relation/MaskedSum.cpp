@@ -1,0 +1,82 @@
+// A select on data that a reduction over ranks computes: Megatron's masked
+// lookups. Rank r looks up only the ids in its vocab range and zeroes the
+// rest; the all-reduce adds them. Where the masks partition the range of ids,
+// that sum equals the reference's select on the id (`id < 5 ? W@0[id] :
+// W@1[id - 5]`), but no class definition has that select's shape: the
+// all-reduce is a sum of masked selects (normalized into a select tree on the
+// masks, the combinations the value range rules out pruned), or a sum of
+// reads of masked classes. This match takes such a class whole, expands its
+// masked addends one layer, and proves it equal to the reference's select on
+// the path (the select conditions are decided under the value range).
+#include "Prover.h"
+
+#include <algorithm>
+
+namespace shardproof::relation {
+
+using smt::Expr;
+using namespace ir;
+
+static bool selectOnData(const Term &t) { return t->kind == TermKind::Select && t->cond.hasApp(); }
+
+// The classes a masked reduction's value is read from, or none if `c` is not
+// one: a select tree on data (masked addends already merged), or a sum of
+// reads of computed classes at least one of which is such a select.
+static std::vector<ClassId> maskedLeaves(const ClassTable &classes, ClassId c) {
+  const ClassInfo &ci = classes[c];
+  std::vector<ClassId> reads;
+  if (ci.kind != ClassInfo::Compute || !ci.def)
+    return reads;
+  if (selectOnData(ci.def)) {
+    collectReads(ci.def, reads);
+  } else if (ci.def->kind == TermKind::Apply && ci.def->fn == Fn::Add && ci.def->args.size() >= 2) {
+    bool masked = false;
+    for (auto &a : ci.def->args) {
+      if (a->kind != TermKind::Read || classes[a->cls].kind != ClassInfo::Compute)
+        return {};
+      masked |= selectOnData(classes[a->cls].def);
+    }
+    if (!masked)
+      return {};
+    for (auto &a : ci.def->args)
+      collectReads(classes[a->cls].def, reads);
+  }
+  std::sort(reads.begin(), reads.end());
+  return reads;
+}
+
+std::optional<Term> Prover::tryMaskedSum(const Term &t, int level) {
+  if (level != 0 || !selectOnData(t))
+    return std::nullopt;
+  for (ClassId c = static_cast<ClassId>(maskedSums_.size()); c < classes_.size(); ++c)
+    maskedSums_.push_back(maskedLeaves(classes_, c));
+  std::vector<ClassId> want;
+  collectReads(t, want);
+  std::sort(want.begin(), want.end());
+  for (ClassId c = 0; c < maskedSums_.size(); ++c) {
+    const auto &have = maskedSums_[c];
+    if (have.empty() || !std::includes(have.begin(), have.end(), want.begin(), want.end()))
+      continue;
+    const ClassInfo &ci = classes_[c];
+    // Same index as the reference tensor (the collective's output is the
+    // whole tensor on every rank), inside the class's bounds on the path.
+    IndexVec iv = indexVars("i", static_cast<unsigned>(ci.shape.rank()));
+    std::vector<Expr> inBounds;
+    for (size_t d = 0; d < iv.size(); ++d)
+      inBounds.push_back(iv[d] < ci.shape.dims[d]);
+    if (!implies(smt::conj(inBounds), "masked.bounds"))
+      continue;
+    Term read = mkRead(c, iv);
+    Term expanded = expandAt(read, c, level);
+    if (!selectOnData(ci.def))
+      for (auto &a : ci.def->args)
+        expanded = expandAt(expanded, a->cls, level);
+    expanded = normalize(expanded, level);
+    bool before = sawUnknown_;
+    if (equal(t, expanded, level) && !(sawUnknown_ && !before))
+      return read;
+  }
+  return std::nullopt;
+}
+
+} // namespace shardproof::relation
