@@ -120,6 +120,12 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"seq_pos_even_tp3.yaml", 0, "VERIFIED"},
         Case{"seq_pos_chunk_tp3.yaml", 1, "counterexample: batch=1, seq=5, /mlp/fc1/MatMul_output_0[0, 4, 0]"},
         Case{"seq_pos_tensor_split_tp3.yaml", 1, "counterexample: batch=1, seq=4, /mlp/fc1/MatMul_output_0[0, 2, 0]"},
+        // Explicit sizes: the same offsets are wrong only where the sizes differ.
+        Case{"seq_pos_sizes_tp3.yaml", 1, "counterexample: batch=1, seq=2, rank 0, y[0, 0, 0]"},
+        Case{"seq_pos_sizes_div3_tp3.yaml", 0, "VERIFIED"},
+        // Padded SP with an all-gather: the pad rows must be dropped afterwards.
+        Case{"seq_pad_gather_tp3.yaml", 0, "VERIFIED"},
+        Case{"seq_pad_gather_nodrop_tp3.yaml", 1, "dim 1 is 3*(2 + seq) // 3 on the implementation, seq on the reference"},
         // Padded batches against the unpadded reference, the true length passed
         // as data (`seq_len: {value: seq}`): key masks with -inf, causal masks,
         // pooling. The bugs are wrong only where padded > seq.
