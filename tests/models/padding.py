@@ -17,6 +17,11 @@ Implementations (`padattn_<name>.onnx`, world size 1):
   when padded > seq.
 - bug `wronglen`: the mask is built from the padded length x.shape[1]
   instead of seq_len (it masks nothing): wrong exactly when padded > seq.
+- left padding (the real rows last, as batched generation pads): `leftkey`
+  adds to the causal mask a key mask keeping positions >= padded - seq_len:
+  correct. The causal model alone on left-padded data (spec only) is a bug:
+  every real row attends to the pad keys before it, wrong exactly when
+  padded > seq.
 - `finite`: an additive -1e4 mask. Numerically exp(-1e4) underflows to 0, but
   the masked columns are not exactly zero: never VERIFIED (it stays UNKNOWN).
 - per-row lengths (`padlen_<name>`, reference `padlen_ref`): a key mask per
@@ -55,6 +60,8 @@ class Attention(nn.Module):
             s = s.masked_fill(~(pos <= seq_len), float("-inf"))
         elif self.mask == "wronglen":
             s = s.masked_fill(~(pos < n), float("-inf"))
+        elif self.mask == "leftkey":
+            s = s.masked_fill(~(pos >= n - seq_len), float("-inf"))
         elif self.mask == "finite":
             s = s + (pos >= seq_len).to(s.dtype) * -1e4
         y = torch.softmax(s, dim=-1) @ (x @ wv)
@@ -100,6 +107,8 @@ def generate(out):
         export(Attention(mask), _args(5) + (seq_len,), NAMES + ["seq_len"], ["y"], pad_axes,
                f"{out}/padattn_{mask}.onnx")
     export(Attention(causal=True), _args(5), NAMES, ["y"], pad_axes, f"{out}/padattn_causal.onnx")
+    export(Attention("leftkey", causal=True), _args(5) + (seq_len,), NAMES + ["seq_len"], ["y"], pad_axes,
+           f"{out}/padattn_leftkey.onnx")
     lengths = torch.tensor([3, 5], dtype=torch.int64)
     len_ref_axes = dict(ref_axes, lengths={0: "batch"})
     len_pad_axes = dict(pad_axes, lengths={0: "batch"})

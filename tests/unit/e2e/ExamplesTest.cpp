@@ -131,6 +131,9 @@ INSTANTIATE_TEST_SUITE_P(
         // pooling. The bugs are wrong only where padded > seq.
         Case{"pad_attn_keymask.yaml", 0, "VERIFIED"},
         Case{"pad_attn_causal.yaml", 0, "VERIFIED"},
+        // Left padding (real rows last): a causal mask alone lets real rows see the pad.
+        Case{"pad_attn_left_keymask.yaml", 0, "VERIFIED"},
+        Case{"pad_attn_left_causal_only.yaml", 1, "counterexample: batch=1, padded=2, seq=1, y[0, 0, 0]"},
         Case{"pad_attn_offbyone.yaml", 1, "counterexample: batch=1, padded=2, seq=1, y[0, 0, 0]"},
         Case{"pad_attn_wronglen.yaml", 1, "counterexample: batch=1, padded=2, seq=1, y[0, 0, 0]"},
         Case{"pad_pool_leak.yaml", 1, "counterexample: batch=1, padded=3, seq=2, rank 0, y[0, 0]"},
