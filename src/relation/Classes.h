@@ -30,6 +30,11 @@ struct ClassInfo {
   /// `value: E` / `fill: E` in the spec: every element is valueRange->first.
   bool exactValue = false;
   std::vector<int64_t> dataDims;
+  /// Leaf standing for a reference tensor that no rank computes and whose term
+  /// outgrew maxTermNodes: downstream terms read it instead of repeating that
+  /// term (which grows exponentially with depth). Its elements are arbitrary,
+  /// so whatever is proven over it holds; it is never evaluated numerically.
+  bool abstractedReference = false;
 };
 
 class ClassTable {

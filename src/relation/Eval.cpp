@@ -90,6 +90,10 @@ struct Evaluator {
     }
     switch (ci.kind) {
     case ClassInfo::Leaf:
+      if (ci.abstractedReference) {
+        incomplete = true; // its numbers come from the interpreter, never from here
+        return NAN;
+      }
       if (ci.valueRange) {
         auto v = intLeaf(c, idx);
         if (!v)

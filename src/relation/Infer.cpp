@@ -250,10 +250,23 @@ llvm::Error Session::inferReference() {
         }
         result.failures.push_back(f);
       }
+      if (row.status == RelationRow::Unmatched && termSize(v.term) > opts.maxTermNodes)
+        v.term = abstractReference(o);
       result.rows.push_back(row);
     }
   }
   return llvm::Error::success();
+}
+
+Term Session::abstractReference(int id) {
+  const ValueInfo &v = refValues[id];
+  ClassInfo ci;
+  ci.kind = ClassInfo::Leaf;
+  ci.label = ref.values[id].name + " (reference)";
+  ci.shape = *v.shape;
+  ci.abstractedReference = true;
+  ClassId c = classes.add(std::move(ci));
+  return mkRead(c, indexVars("i", static_cast<unsigned>(v.shape->rank())));
 }
 
 } // namespace shardproof::relation

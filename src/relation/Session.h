@@ -68,6 +68,9 @@ struct Session {
   llvm::Error buildRanks();
   // Infer.cpp
   llvm::Error inferReference();
+  /// A read of a fresh leaf standing for reference tensor `id` (see
+  /// ClassInfo::abstractedReference), at the free indices i!0...
+  ir::Term abstractReference(int id);
   // Check.cpp
   void checkObligations();
   llvm::Error checkOutputs();

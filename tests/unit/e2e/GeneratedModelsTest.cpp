@@ -57,6 +57,19 @@ TEST_F(Generated, GptMissingAllReduceInOneLayerRefuted) {
   EXPECT_NE(r.out.find("REFUTED at module blocks.1.mlp.proj"), std::string::npos) << r.out;
 }
 
+// A bug in the first layer leaves every later reference tensor without a
+// relation. Their terms used to repeat all the layers below them (growing
+// exponentially with depth: 2 GB and no answer after a minute at six layers);
+// now such a tensor is an opaque leaf downstream, and the refutation rests on
+// the interpreter's numbers.
+TEST_F(Generated, GptMissingAllReduceInTheFirstOfSixLayersRefuted) {
+  auto r = runShardproof("check --no-table --witness " +
+                         generate("gpt --preset gpt-tiny --layers 6 --world 2 --bug no_reduce --bug-layer 0"));
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  EXPECT_NE(r.out.find("REFUTED at module blocks.0.mlp.proj"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CONFIRMED: the two numbers differ"), std::string::npos) << r.out;
+}
+
 TEST_F(Generated, LlamaSequenceParallelVerified) {
   auto r = runShardproof("check --no-table " + generate("llama --preset tiny --layers 2 --world 2 --sp --no-embed"));
   EXPECT_EQ(r.exitCode, 0) << r.out;
