@@ -20,6 +20,32 @@ Term mapLeaves(const Term &t, const std::function<Term(const Term &)> &f) {
 }
 
 // --- Gather ------------------------------------------------------------------
+// The integer value of index tensor `ind` (input 1) at fresh positions g!0..,
+// with the bound "g is a position of ind": what a data-dependent Gather or
+// GatherElements reads at. Values the spec does not bound are unsupported.
+struct DataIndex {
+  IndexVec pos;
+  Expr value;
+  std::vector<Expr> inside;
+};
+static llvm::Expected<DataIndex> dataIndexAt(const OpInputs &in, const Shape &ind) {
+  DataIndex di;
+  di.pos = indexVars("g", static_cast<unsigned>(ind.rank()));
+  auto v = in.inputValue(1, di.pos);
+  if (!v)
+    return unsupportedError("node " + describe(in.node) + ": the indices are data whose values are not known " +
+                            "(give integer inputs a `values` range in the spec)");
+  di.value = *v;
+  for (size_t d = 0; d < ind.rank(); ++d)
+    di.inside.push_back(inRange(di.pos[d], Expr::intConst(0), ind.dims[d]));
+  return di;
+}
+// Every index read is in [-n, n) (negative ones count from the end), on every rank.
+static void requireIndicesInRange(OpResult &r, const OpInputs &in, const DataIndex &di, const Expr &n) {
+  r.obligations.push_back({"every index of " + describe(in.node) + " is in range [-" + n.str() + ", " + n.str() + ")",
+                           smt::implies(smt::conj(di.inside), inRange(di.value, -n, n))});
+}
+
 llvm::Expected<OpResult> inferGather(const OpInputs &in) {
   if (!in.has(0) || !in.has(1))
     return userError("node " + describe(in.node) + " needs data and indices");
@@ -42,16 +68,10 @@ llvm::Expected<OpResult> inferGather(const OpInputs &in) {
   if (dataIndices) {
     // An embedding lookup: every index must be in range for every admissible
     // input (a rank whose range check is off by one reads past its shard).
-    IndexVec pos = indexVars("g", static_cast<unsigned>(ind.rank()));
-    auto v = in.inputValue(1, pos);
-    if (!v)
-      return unsupportedError("node " + describe(in.node) + ": the indices are data whose values are not known " +
-                              "(give integer inputs a `values` range in the spec)");
-    std::vector<Expr> inside;
-    for (size_t d = 0; d < ind.rank(); ++d)
-      inside.push_back(inRange(pos[d], Expr::intConst(0), ind.dims[d]));
-    r.obligations.push_back({"every index of " + describe(in.node) + " is in range [-" + n.str() + ", " + n.str() + ")",
-                             smt::implies(smt::conj(inside), inRange(*v, -n, n))});
+    auto di = dataIndexAt(in, ind);
+    if (!di)
+      return di.takeError();
+    requireIndicesInRange(r, in, *di, n);
     r.aux = {*axis, 1};
     return r;
   }
@@ -130,22 +150,15 @@ llvm::Expected<OpResult> inferGatherElements(const OpInputs &in) {
   if (!in.inputValue)
     return unsupportedError("node " + describe(in.node) + ": GatherElements needs the values of its indices");
   OpResult r = one(ind, in.dtypes[0]);
-  IndexVec pos = indexVars("g", static_cast<unsigned>(ind.rank()));
-  auto v = in.inputValue(1, pos);
-  if (!v)
-    return unsupportedError("node " + describe(in.node) + ": the indices are data whose values are not known " +
-                            "(give integer inputs a `values` range in the spec)");
+  auto di = dataIndexAt(in, ind);
+  if (!di)
+    return di.takeError();
   // Off the gathered axis, indices must fit inside data (ONNX requires it).
-  std::vector<Expr> inside;
-  for (size_t d = 0; d < ind.rank(); ++d) {
-    inside.push_back(inRange(pos[d], Expr::intConst(0), ind.dims[d]));
+  for (size_t d = 0; d < ind.rank(); ++d)
     if (static_cast<int64_t>(d) != *axis && !ind.dims[d].same(data.dims[d]))
       r.obligations.push_back({"indices of " + describe(in.node) + " fit inside data in dim " + std::to_string(d),
                                ind.dims[d] <= data.dims[d]});
-  }
-  const Expr &n = data.dims[*axis];
-  r.obligations.push_back({"every index of " + describe(in.node) + " is in range [-" + n.str() + ", " + n.str() + ")",
-                           smt::implies(smt::conj(inside), inRange(*v, -n, n))});
+  requireIndicesInRange(r, in, *di, data.dims[*axis]);
   r.aux = {*axis};
   return r;
 }
