@@ -147,7 +147,10 @@ def op_shard_offset(fx):
 
 def op_scale_by_p(fx):
     """Multiply a graph output, or a collective's result, by world_size on
-    every rank (a forgotten 1/P, or a sum where a copy was meant)."""
+    every rank (a forgotten 1/P, or a sum where a copy was meant). With one
+    rank that is a multiplication by 1, no mutation at all: skipped."""
+    if fx.P == 1:
+        return
     g0 = fx.models[0].graph
     targets = [("out", o.name) for o in g0.output]
     targets += [("coll", k) for k in range(len(G.collectives(g0)))]
