@@ -103,6 +103,11 @@ private:
   _Z3_ast *ast_ = nullptr;
 };
 
+/// Drops the process-wide memo of simplify() and the ASTs it keeps alive. A
+/// check calls it when it ends, so a process that runs many (a fuzzer, a
+/// library user) does not accumulate every formula it ever simplified.
+void releaseCaches();
+
 // --- Integer arithmetic (integers are unbounded; division is floor division,
 // the only one our sizes need since divisors are positive) --------------------
 Expr operator+(const Expr &a, const Expr &b);

@@ -325,6 +325,8 @@ SimplifyMemo &simplifyMemo() {
 }
 } // namespace
 
+void releaseCaches() { simplifyMemo().map.clear(); }
+
 Expr Expr::simplify() const {
   if (!ast_)
     return *this;

@@ -85,7 +85,11 @@ for t in "${targets[@]}"; do
   [ -f "$dict" ] && args+=(-dict="$dict")
   echo "fuzz: $t for ${secs}s"
   start=$(date +%s)
-  if ! "$build/fuzz_$t" "${args[@]}" "$work/corpus/$t" "$work/seeds/$t" >"$work/$t.log" 2>&1; then
+  # A hard wall-clock bound as well: after an out-of-memory report with a
+  # multi-GB heap, the sanitizer's exit-time leak scan once ran for over ten
+  # minutes. A fuzzer still running long after its time is a failure, not a wait.
+  if ! timeout --kill-after=10 $((secs + 180)) "$build/fuzz_$t" "${args[@]}" "$work/corpus/$t" "$work/seeds/$t" \
+    >"$work/$t.log" 2>&1; then
     status=1
     echo "fuzz: $t FAILED (log: $work/$t.log)" >&2
     grep -E 'ERROR|FUZZ FINDING|runtime error|internal error|Test unit written' "$work/$t.log" | head -20 >&2 || true

@@ -49,6 +49,11 @@ llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph>
   if (static_cast<int>(ranks.size()) != spec.worldSize)
     return userError("spec says world_size " + std::to_string(spec.worldSize) + " but " +
                      std::to_string(ranks.size()) + " rank models were given");
+  // Declared before the session, so it runs after the session is gone, on
+  // every return path: the next check in this process starts with empty caches.
+  struct ReleaseCaches {
+    ~ReleaseCaches() { smt::releaseCaches(); }
+  } release;
   Session S(ref, ranks, spec, opts);
   Stats &st = S.result.stats;
   if (!opts.smtDumpDir.empty())

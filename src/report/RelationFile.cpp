@@ -1,6 +1,8 @@
 #include "shardproof/report/RelationFile.h"
 
 #include <llvm/Support/Path.h>
+#include "shardproof/support/YamlDocuments.h"
+
 #include <yaml-cpp/depthguard.h> // YAML::DeepRecursion
 #include <yaml-cpp/yaml.h>
 
@@ -291,11 +293,12 @@ std::string writeRelationFile(const Result &r, const Context &ctx) {
 llvm::Expected<RelationFile> parseRelationFile(const std::string &text, const std::string &path) {
   try {
     try {
-      std::vector<YAML::Node> docs = YAML::LoadAll(text);
-      if (docs.size() > 1)
-        fail("the relations file holds " + std::to_string(docs.size()) + " YAML documents; expected one",
-             locOf(path, docs[1], SrcLoc{path, 0, 0}));
-      return parseDocument(path, docs.empty() ? YAML::Node() : docs[0]);
+      YamlDocuments docs = loadYamlDocuments(text);
+      if (docs.more)
+        fail("the relations file holds more than one YAML document (a '---' line, or a stray ',' at the top "
+             "level, which YAML reads as a new one); expected one",
+             locOf(path, docs.secondAt));
+      return parseDocument(path, docs.first);
     } catch (const YAML::DeepRecursion &e) {
       // yaml-cpp's own guard against stack exhaustion; its message says only "bad file".
       fail("invalid YAML: nested more than " + std::to_string(e.depth() - 1) + " levels deep", locOf(path, e.mark));

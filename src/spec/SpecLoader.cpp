@@ -3,6 +3,8 @@
 #include "Lexer.h"
 #include "Yaml.h"
 
+#include "shardproof/support/YamlDocuments.h"
+
 #include <yaml-cpp/depthguard.h> // YAML::DeepRecursion
 
 #include <cerrno>
@@ -231,13 +233,13 @@ llvm::Expected<Spec> parseSpec(const std::string &text, const std::string &path)
     detail::YamlDoc doc{path, text};
     Spec spec;
     try {
-      std::vector<YAML::Node> docs = YAML::LoadAll(text);
+      YamlDocuments docs = loadYamlDocuments(text);
       // A second `---` document would otherwise be ignored without a word.
-      if (docs.size() > 1)
-        detail::fail("the spec file holds " + std::to_string(docs.size()) +
-                         " YAML documents; expected one",
-                     doc.loc(docs[1], SrcLoc{path, 0, 0}));
-      detail::Loader(doc, spec).load(docs.empty() ? YAML::Node() : docs[0]);
+      if (docs.more)
+        detail::fail("the spec file holds more than one YAML document (a '---' line, or a stray ',' at the top "
+                     "level, which YAML reads as a new one); expected one",
+                     doc.loc(docs.secondAt));
+      detail::Loader(doc, spec).load(docs.first);
     } catch (const YAML::DeepRecursion &e) {
       // yaml-cpp's own guard against stack exhaustion; its message says only "bad file".
       detail::fail("invalid YAML: nested more than " + std::to_string(e.depth() - 1) + " levels deep", doc.loc(e.mark));

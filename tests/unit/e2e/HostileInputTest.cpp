@@ -299,6 +299,14 @@ TEST_F(Hostile, DeeplyNestedYamlIsAnErrorNotAStackOverflow) {
   EXPECT_SAYS(r, "error: invalid YAML: nested more than 499 levels deep");
 }
 
+// Found by fuzzing: yaml-cpp 0.7's LoadAll loops forever, allocating as it
+// goes, on a stray ',' at the top level; a one-character typo hung the check.
+TEST_F(Hostile, StrayCommaAtTheTopLevelIsAnErrorNotAHang) {
+  auto r = run("check " + write("s.yaml", ",\n" + spec()));
+  EXPECT_EQ(r.exitCode, 3) << r.out;
+  EXPECT_SAYS(r, "s.yaml:1:1: error: the spec file holds more than one YAML document");
+}
+
 TEST_F(Hostile, DeeplyNestedRelationIsAnErrorNotAStackOverflow) {
   models();
   std::string deep;

@@ -224,8 +224,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "'world_size' must be at least 1, got 0", "4:15"},
         ErrCase{"WorldSizeAbsurd", std::string(kHeader) + "  world_size: 100000000\n  ranks: m{r}\n",
                 "larger than the supported maximum 65536", "4:15"},
-        ErrCase{"TwoYamlDocuments", withImpl("---\nshardproof: 1\n"), "holds 2 YAML documents",
-                "7:1"},
+        // Located at the '---' that starts the second document.
+        ErrCase{"TwoYamlDocuments", withImpl("---\nshardproof: 1\n"), "holds more than one YAML document",
+                "6:1"},
         ErrCase{"WorldSizeAList", std::string(kHeader) + "  world_size: [2]\n  ranks: m.onnx\n",
                 "'world_size' must be an integer, got a list", "4:15"},
         ErrCase{"MinAboveMax", withImpl("symbols:\n  seq: {min: 8, max: 4}\n"),
