@@ -89,6 +89,9 @@ struct Session {
   void boundValues(ClassId c, const spec::Placement &pl);
   static std::optional<ir::IntTensor> exactValues(const ir::Shape &s, const spec::Placement &pl);
   Term valueTerm(ClassId c, const spec::Placement &pl);
+  /// A leaf class for input `name` of this shape, shared by every rank, with
+  /// the spec's value range or binding: the term every rank reads it by.
+  Term boundLeaf(const std::string &name, const ir::Shape &shape, const spec::Placement &pl);
   Term exposeMask(const Term &t) const;
   Term shapeValueTerm(const ir::IntTensor &v, const ir::IndexVec &idx, int level);
   llvm::Error bindRankOnlyValue(const std::string &name, const spec::Placement &pl);

@@ -155,13 +155,7 @@ llvm::Error Session::bindRankOnlyValue(const std::string &name, const spec::Plac
                                r, "", ""});
     ids[r] = *id;
   }
-  ClassInfo ci;
-  ci.kind = ClassInfo::Leaf;
-  ci.label = name;
-  ci.shape = *shape0;
-  ClassId c = classes.add(ci);
-  boundValues(c, pl);
-  Term t = valueTerm(c, pl);
+  Term t = boundLeaf(name, *shape0, pl);
   for (int r = 0; r < P; ++r) {
     ValueInfo &v = rankValues[r][ids[r]];
     v.term = t;
@@ -170,6 +164,16 @@ llvm::Error Session::bindRankOnlyValue(const std::string &name, const spec::Plac
     v.value = exactValues(*v.shape, pl);
   }
   return llvm::Error::success();
+}
+
+Term Session::boundLeaf(const std::string &name, const Shape &shape, const spec::Placement &pl) {
+  ClassInfo ci;
+  ci.kind = ClassInfo::Leaf;
+  ci.label = name;
+  ci.shape = shape;
+  ClassId c = classes.add(ci);
+  boundValues(c, pl);
+  return valueTerm(c, pl);
 }
 
 } // namespace shardproof::relation

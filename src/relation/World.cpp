@@ -216,13 +216,7 @@ llvm::Error Session::bindInputs() {
     using K = spec::Placement::Kind;
     switch (pl.kind) {
     case K::Replicated: {
-      ClassInfo ci;
-      ci.kind = ClassInfo::Leaf;
-      ci.label = name;
-      ci.shape = *refShape;
-      ClassId c = classes.add(ci);
-      boundValues(c, pl);
-      rv.term = valueTerm(c, pl);
+      rv.term = boundLeaf(name, *refShape, pl);
       if (pl.valueBinding) {
         if (isFloating(rv.dtype))
           return userError("spec input '" + name + "': '" + std::string(pl.exactValue ? "value" : "each") +
