@@ -1,5 +1,7 @@
 #include "shardproof/ir/Term.h"
 
+#include <llvm/ADT/DenseMap.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -397,6 +399,43 @@ Term distributeConstants(const Term &t) {
     return mkAdd(std::move(args));
   }
   return t;
+}
+
+static Term renameIn(const Term &t, const std::function<ClassId(ClassId)> &rename,
+                     llvm::SmallDenseMap<const TermNode *, Term, 16> &done) {
+  if (auto it = done.find(t.get()); it != done.end())
+    return it->second;
+  Term out;
+  switch (t->kind) {
+  case TermKind::Const:
+    out = t;
+    break;
+  case TermKind::Read: {
+    ClassId c = rename(t->cls);
+    out = c == t->cls ? t : mkRead(c, t->idx);
+    break;
+  }
+  case TermKind::Apply: {
+    std::vector<Term> args;
+    for (auto &a : t->args)
+      args.push_back(renameIn(a, rename, done));
+    out = mkApply(t->fn, std::move(args), t->name);
+    break;
+  }
+  case TermKind::Sum:
+    out = mkReduce(t->red, t->level, t->lo, t->hi, renameIn(t->args[0], rename, done));
+    break;
+  case TermKind::Select:
+    out = mkSelect(t->cond, renameIn(t->args[0], rename, done), renameIn(t->args[1], rename, done));
+    break;
+  }
+  done.try_emplace(t.get(), out);
+  return out;
+}
+
+Term renameClasses(const Term &t, const std::function<ClassId(ClassId)> &rename) {
+  llvm::SmallDenseMap<const TermNode *, Term, 16> done;
+  return renameIn(t, rename, done);
 }
 
 void collectReads(const Term &t, std::vector<ClassId> &out) {

@@ -431,6 +431,8 @@ void Session::decide() {
   result.stats.solverQueries = solver.totalQueries();
   result.stats.cacheHits = prover.cacheHits() + solver.cacheHits();
   result.stats.rewriteSteps = prover.rewriteSteps();
+  result.stats.memoStored = memo.stored();
+  result.stats.memoHits = memo.hits();
 }
 
 } // namespace shardproof::relation

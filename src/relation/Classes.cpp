@@ -1,5 +1,6 @@
 #include "Classes.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace shardproof::relation {
@@ -17,6 +18,9 @@ static void addPieces(std::unordered_map<size_t, std::vector<ClassTable::Piece>>
 }
 
 ClassId ClassTable::add(ClassInfo info) {
+  // A class made inside a recorded computation is known to it by construction,
+  // not through a recorded access: its result cannot be replayed by renaming.
+  poisonRecording();
   ClassId id = static_cast<ClassId>(classes_.size());
   if (info.kind == ClassInfo::Compute && info.def) {
     addPieces(bySkeleton_, id, info.def, smt::Expr::boolConst(true));
@@ -49,6 +53,23 @@ ClassId ClassTable::intern(ClassInfo info, bool &created) {
   ClassId id = add(std::move(info));
   byHash_[h].push_back(id);
   return id;
+}
+
+std::optional<ClassId> ClassTable::find(const Term &def, const ir::Shape &shape) const {
+  auto it = byHash_.find(def->hash);
+  if (it == byHash_.end())
+    return std::nullopt;
+  for (ClassId c : it->second)
+    if (ir::sameTerm(classes_[c].def, def) && sameShape(classes_[c].shape, shape))
+      return c;
+  return std::nullopt;
+}
+
+std::vector<ClassId> ClassTable::Recording::consulted() const {
+  std::vector<ClassId> out(t_.log_.begin() + static_cast<std::ptrdiff_t>(start_), t_.log_.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 const std::vector<ClassTable::Piece> &ClassTable::withSkeleton(size_t skeleton) const {

@@ -40,9 +40,51 @@ struct ClassInfo {
 class ClassTable {
 public:
   ClassId add(ClassInfo info);
-  const ClassInfo &operator[](ClassId c) const { return classes_[c]; }
-  ClassInfo &operator[](ClassId c) { return classes_[c]; }
+  const ClassInfo &operator[](ClassId c) const {
+    if (recording_)
+      log_.push_back(c);
+    return classes_[c];
+  }
+  ClassInfo &operator[](ClassId c) {
+    if (recording_)
+      log_.push_back(c);
+    return classes_[c];
+  }
   size_t size() const { return classes_.size(); }
+  /// An access that is not recorded: for the memo's own validation.
+  const ClassInfo &peek(ClassId c) const { return classes_[c]; }
+
+  /// Records which classes a computation consults (every access above), so
+  /// its result can be reused for a renamed copy of its inputs (NodeMemo.h).
+  /// Scopes nest; an inner scope's classes count for the outer ones too.
+  class Recording {
+  public:
+    explicit Recording(const ClassTable &t) : t_(t), start_(t.log_.size()) {
+      ++t_.recording_;
+      if (t_.recording_ == 1)
+        t_.poisoned_ = false;
+    }
+    ~Recording() {
+      if (--t_.recording_ == 0)
+        t_.log_.clear();
+    }
+    /// The classes consulted since the scope began, each once, ascending.
+    std::vector<ClassId> consulted() const;
+    /// False if the computation did something a renaming cannot replay
+    /// (created a class, read a cache derived from class definitions).
+    bool reusable() const { return !t_.poisoned_; }
+
+  private:
+    const ClassTable &t_;
+    size_t start_;
+  };
+  /// Marks the computations being recorded as not reusable.
+  void poisonRecording() const {
+    if (recording_)
+      poisoned_ = true;
+  }
+  /// The interned computed class with this definition and shape, if any.
+  std::optional<ClassId> find(const Term &def, const ir::Shape &shape) const;
 
   /// Hash-consing of computed classes: returns an existing class with the same
   /// definition and shape, or creates one.
@@ -66,6 +108,9 @@ private:
   std::unordered_map<size_t, std::vector<Piece>> bySkeleton_;
   std::unordered_map<size_t, std::vector<ClassId>> byContent_;
   std::vector<Piece> none_;
+  mutable unsigned recording_ = 0;
+  mutable bool poisoned_ = false;
+  mutable std::vector<ClassId> log_;
 };
 
 } // namespace shardproof::relation

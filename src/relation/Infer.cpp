@@ -119,10 +119,9 @@ static std::vector<std::string> nearbyRankNodes(Session &S, const Term &t, const
   return out;
 }
 
-// Solver queries that ended Unknown so far (timeouts, memory, the budget).
-static unsigned unknownQueries(const smt::Solver &s) {
+unsigned Session::unknownQueries() const {
   unsigned n = 0;
-  for (auto &[_, st] : s.stats())
+  for (auto &[_, st] : solver.stats())
     n += st.unknown;
   return n;
 }
@@ -159,7 +158,7 @@ llvm::Error Session::inferReference() {
     ++result.stats.refNodes;
     if (opts.progress && (result.stats.refNodes & 15) == 0)
       opts.progress("infer", result.stats.refNodes, ref.nodes.size());
-    const unsigned unknownBefore = unknownQueries(solver);
+    const unsigned unknownBefore = unknownQueries();
     if (const OpDef *d = lookupOp(n.domain, n.opType); d && d->cls == OpClass::Collective)
       return userError("reference model " + ref.path + " contains the collective " + describe(n) +
                        "; the reference must be the single-device model");
@@ -199,7 +198,7 @@ llvm::Error Session::inferReference() {
         // them is a search that only gets slower. Unmatched is a safe answer: the
         // output check decides the verdict.
         if (termSize(v.term) <= opts.maxTermNodes)
-          v.term = prover.cover(v.term, 0, matches);
+          v.term = coverMemoized(v.term, *v.shape, matches);
         result.stats.matches += matches;
         // Matched: some rank tensor computes this node's result (a relation that
         // only re-adds earlier rank tensors, like `p@0 + p@1 + b`, has no counterpart).
@@ -235,7 +234,7 @@ llvm::Error Session::inferReference() {
                             : "no rank tensor computes reference tensor '" + ref.values[o].name + "' of " +
                                   describe(n);
         // A solver limit here means the search may have missed the counterpart.
-        if (unknownQueries(solver) > unknownBefore)
+        if (unknownQueries() > unknownBefore)
           f.message += " (a solver query for this node was cut short: " + prover.unknownReason() + ")";
         if (region)
           f.cex = makeCounterexample(region->first, ref.values[o].name, -1, *v.shape, region->second, nullptr);
@@ -256,6 +255,32 @@ llvm::Error Session::inferReference() {
     }
   }
   return llvm::Error::success();
+}
+
+// `prover.cover` under the tensor's bounds (already on the path), reused for a
+// term identical up to class names (the same tensor one layer up).
+Term Session::coverMemoized(const Term &t, const Shape &shape, unsigned &matches) {
+  std::optional<MemoKey> key;
+  if (opts.memo && prover.pathDepth() == 1) {
+    key = coverKey(t, shape);
+    if (auto hit = memo.lookup(*key, classes)) {
+      matches += static_cast<unsigned>(hit->first->extra);
+      return hit->second.apply(hit->first->terms[0]);
+    }
+  }
+  const unsigned unknownBefore = unknownQueries();
+  unsigned found = 0;
+  Term out;
+  {
+    std::optional<ClassTable::Recording> rec;
+    if (key)
+      rec.emplace(classes);
+    out = prover.cover(t, 0, found);
+    if (key && rec->reusable() && unknownQueries() == unknownBefore)
+      memo.store(std::move(*key), rec->consulted(), {{out}, found});
+  }
+  matches += found;
+  return out;
 }
 
 Term Session::abstractReference(int id) {

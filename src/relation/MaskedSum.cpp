@@ -48,6 +48,8 @@ static std::vector<ClassId> maskedLeaves(const ClassTable &classes, ClassId c) {
 std::optional<Term> Prover::tryMaskedSum(const Term &t, int level) {
   if (level != 0 || !selectOnData(t))
     return std::nullopt;
+  // maskedSums_ is derived from class definitions outside any recording.
+  classes_.poisonRecording();
   for (ClassId c = static_cast<ClassId>(maskedSums_.size()); c < classes_.size(); ++c)
     maskedSums_.push_back(maskedLeaves(classes_, c));
   std::vector<ClassId> want;

@@ -38,6 +38,7 @@ public:
     ~Scope() { p.pop(); }
   };
   smt::Expr pathCond() const { return smt::conj(path_); }
+  size_t pathDepth() const { return path_.size(); }
 
   /// Does `c` hold everywhere on the path? (false also when the solver gives up:
   /// callers only use a `true` as a fact.)

@@ -47,7 +47,13 @@ static void internValue(Session &S, int r, const Node &n, int out, bool evenIfPu
   IndexVec uv = indexVars("u", static_cast<unsigned>(v.shape->rank()));
   ClassInfo ci;
   ci.kind = ClassInfo::Compute;
-  ci.def = substitute(v.term, {iv.begin(), iv.end()}, {uv.begin(), uv.end()});
+  // Every layer renames the same index expressions: remember Z3's answers.
+  ci.def = mapExprs(v.term, [&](const Expr &e) {
+    auto [it, fresh] = S.iToU.try_emplace(e.id());
+    if (fresh || !it->second.first.same(e))
+      it->second = {e, e.substitute({iv.begin(), iv.end()}, {uv.begin(), uv.end()})};
+    return it->second.second;
+  });
   ci.shape = *v.shape;
   ci.rank = r;
   ci.node = n.name;

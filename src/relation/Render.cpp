@@ -10,6 +10,8 @@ namespace shardproof::relation {
 using smt::Expr;
 using namespace ir;
 
+using Namer = std::function<std::string(ClassId)>;
+
 // Is `idx` the identity index, except on `axis` where it may be shifted?
 static bool identityExcept(const IndexVec &idx, int axis, Expr *shift) {
   for (size_t d = 0; d < idx.size(); ++d) {
@@ -75,7 +77,7 @@ static void treeLeaves(const Term &t, std::vector<Term> &out) {
   out.push_back(t);
 }
 
-static std::optional<std::string> concatByPositions(const Session &S, const Term &t, int axis) {
+static std::optional<std::string> concatByPositions(const Session &S, const Namer &name, const Term &t, int axis) {
   std::vector<Term> parts;
   treeLeaves(t, parts); // in the order the walk below numbers them
   int64_t total = 0;
@@ -141,24 +143,24 @@ static std::optional<std::string> concatByPositions(const Session &S, const Term
     size_t j = order[k];
     if (seen[j] != *S.classes[parts[j]->cls].shape.dims[axis].simplify().asInt())
       return std::nullopt;
-    s += (k ? ", " : "") + S.className(parts[j]->cls);
+    s += (k ? ", " : "") + name(parts[j]->cls);
   }
   if (order.size() != parts.size())
     return std::nullopt;
   return s + ", axis=" + std::to_string(axis) + ")";
 }
 
-static std::optional<std::string> renderRel(const Session &S, const Term &t) {
+static std::optional<std::string> renderRel(const Session &S, const Namer &name, const Term &t) {
   switch (t->kind) {
   case TermKind::Read:
     if (identityExcept(t->idx, -1, nullptr))
-      return S.className(t->cls);
+      return name(t->cls);
     for (size_t a = 0; a < t->idx.size(); ++a) {
       Expr shift;
       if (identityExcept(t->idx, static_cast<int>(a), &shift) && shift.isValid()) {
         if (auto s = shift.asInt(); s && *s < 0)
           break;
-        return "slice(" + S.className(t->cls) + ", axis=" + std::to_string(a) + ", start=" + shift.str() + ")";
+        return "slice(" + name(t->cls) + ", axis=" + std::to_string(a) + ", start=" + shift.str() + ")";
       }
     }
     return std::nullopt;
@@ -167,7 +169,7 @@ static std::optional<std::string> renderRel(const Session &S, const Term &t) {
       return std::nullopt;
     std::string s = "sum(";
     for (size_t i = 0; i < t->args.size(); ++i) {
-      auto r = renderRel(S, t->args[i]);
+      auto r = renderRel(S, name, t->args[i]);
       if (!r)
         return std::nullopt;
       s += (i ? ", " : "") + *r;
@@ -178,7 +180,7 @@ static std::optional<std::string> renderRel(const Session &S, const Term &t) {
     // A select tree whose conditions all test one index axis: read it off
     // position by position when the axis has a known length.
     if (auto a = selectAxis(t))
-      if (auto c = concatByPositions(S, t, *a))
+      if (auto c = concatByPositions(S, name, t, *a))
         return c;
     // concat: a chain Select(i_a < m, X0, Select(i_a < m2, X1, ...)) of reads
     // shifted along one axis.
@@ -222,7 +224,7 @@ static std::optional<std::string> renderRel(const Session &S, const Term &t) {
       if (!placed[i].first.simplify().same(next.simplify()) || static_cast<size_t>(axis) >= ci.shape.rank())
         return std::nullopt;
       next = next + ci.shape.dims[axis];
-      s += (i ? ", " : "") + S.className(placed[i].second->cls);
+      s += (i ? ", " : "") + name(placed[i].second->cls);
     }
     return s + ", axis=" + std::to_string(axis) + ")";
   }
@@ -231,10 +233,61 @@ static std::optional<std::string> renderRel(const Session &S, const Term &t) {
   }
 }
 
-std::string Session::render(const Term &t) const {
-  if (auto r = renderRel(*this, t))
+static std::string renderWith(const Session &S, const Namer &name, const Term &t) {
+  if (auto r = renderRel(S, name, t))
     return *r;
-  return ir::str(t, [&](ClassId c) { return classes.label(c); });
+  return ir::str(t, name);
+}
+
+// Placeholders for class names in a memoized rendering: \x01 <local number> \x02.
+static std::string fill(const std::string &tmpl, const std::vector<ClassId> &classes, const ClassTable &table) {
+  std::string out;
+  for (size_t i = 0; i < tmpl.size(); ++i) {
+    if (tmpl[i] != '\x01') {
+      out += tmpl[i];
+      continue;
+    }
+    size_t end = tmpl.find('\x02', i);
+    out += table.label(classes[std::stoul(tmpl.substr(i + 1, end - i - 1))]);
+    i = end;
+  }
+  return out;
+}
+
+// Renderings are memoized like covers: the same relation one layer up differs
+// only in class names, and reading a concat off position by position is slow.
+std::string Session::render(const Term &t) const {
+  Namer label = [&](ClassId c) { return classes.label(c); };
+  if (!opts.memo)
+    return renderWith(*this, label, t);
+  MemoKey key;
+  key.str("render");
+  key.term(t);
+  if (auto hit = memo.lookup(key, classes))
+    return fill(hit->first->text, key.classes(), classes);
+  std::string text;
+  {
+    ClassTable::Recording rec(classes);
+    bool named = true;
+    llvm::DenseMap<ClassId, unsigned> local;
+    for (unsigned k = 0; k < key.classes().size(); ++k)
+      local[key.classes()[k]] = k;
+    Namer placeholder = [&](ClassId c) {
+      auto it = local.find(c);
+      if (it == local.end()) {
+        named = false;
+        return std::string();
+      }
+      return "\x01" + std::to_string(it->second) + "\x02";
+    };
+    text = renderWith(*this, placeholder, t);
+    if (!named || !rec.reusable())
+      return renderWith(*this, label, t);
+    NodeMemo::Result r;
+    r.text = text;
+    memo.store(key, rec.consulted(), std::move(r));
+  }
+  return fill(text, key.classes(), classes);
 }
 
 } // namespace shardproof::relation

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "Classes.h"
+#include "NodeMemo.h"
 #include "Prover.h"
 
 #include "shardproof/ir/Ops.h"
@@ -10,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 namespace shardproof::relation {
 
@@ -43,6 +45,12 @@ struct Session {
   std::vector<PendingObligation> obligations;
   Result result;
   std::set<std::string> reportedRankNodes; // rank nodes already reported as unsupported
+  /// Element maps, covers and renderings reused across layers identical up
+  /// to names (a cache: render() is const).
+  mutable NodeMemo memo;
+  /// Index expression -> the same over pattern indices (i!d -> u!d), keyed by
+  /// AST id; the entry holds the expression so the id stays its own.
+  std::unordered_map<unsigned, std::pair<smt::Expr, smt::Expr>> iToU;
 
   Session(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, const spec::Spec &spec, const Options &o)
       : ref(ref), ranks(ranks), spec(spec), opts(o), solver(o.solverTimeoutMs), prover(solver, classes) {
@@ -51,6 +59,8 @@ struct Session {
   }
 
   int worldSize() const { return static_cast<int>(ranks.size()); }
+  /// Solver queries that ended Unknown so far (timeouts, memory, the budget).
+  unsigned unknownQueries() const;
   std::string rankFile(int r) const { return ranks[r].path; }
 
   /// Rank-only dims bound by the spec's placements, per rank (RankSymbols.cpp).
@@ -68,6 +78,7 @@ struct Session {
   llvm::Error buildRanks();
   // Infer.cpp
   llvm::Error inferReference();
+  Term coverMemoized(const Term &t, const ir::Shape &shape, unsigned &matches);
   /// A read of a fresh leaf standing for reference tensor `id` (see
   /// ClassInfo::abstractedReference), at the free indices i!0...
   ir::Term abstractReference(int id);
@@ -86,6 +97,10 @@ struct Session {
                                            const std::vector<ValueInfo> &values, std::string &why);
   /// Evaluates one node with the op table; fills `values` for its outputs.
   llvm::Error evalNode(const ir::Graph &g, const ir::Node &n, std::vector<ValueInfo> &values, int rank);
+  // MemoKeys.cpp: what a node's element maps and a term's cover depend on.
+  MemoKey elementKey(const ir::Node &n, const std::vector<ValueInfo> &values, const ir::OpInputs &in,
+                     const ir::OpResult &res) const;
+  MemoKey coverKey(const Term &t, const ir::Shape &shape) const;
   void boundValues(ClassId c, const spec::Placement &pl);
   static std::optional<ir::IntTensor> exactValues(const ir::Shape &s, const spec::Placement &pl);
   Term valueTerm(ClassId c, const spec::Placement &pl);

@@ -498,7 +498,22 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
   for (int id : n.inputs)
     if (shapeData && id >= 0 && !values[id].term)
       return llvm::Error::success();
-  for (size_t s = 0; s < n.outputs.size() && s < res->shapes.size(); ++s) {
+  // The same node one layer up reads renamed classes: reuse its element maps.
+  const size_t nout = std::min(n.outputs.size(), res->shapes.size());
+  std::optional<MemoKey> key;
+  if (opts.memo && prover.pathDepth() == 0) {
+    key = elementKey(n, values, in, *res);
+    if (auto hit = memo.lookup(*key, classes)) {
+      for (size_t s = 0; s < nout; ++s)
+        values[n.outputs[s]].term = hit->second.apply(hit->first->terms[s]);
+      return llvm::Error::success();
+    }
+  }
+  const unsigned unknownBefore = unknownQueries();
+  std::optional<ClassTable::Recording> rec;
+  if (key)
+    rec.emplace(classes);
+  for (size_t s = 0; s < nout; ++s) {
     const Shape &os = res->shapes[s];
     IndexVec iv = indexVars("i", static_cast<unsigned>(os.rank()));
     Term t;
@@ -528,6 +543,16 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
     // (case splits multiply) serves matching that will not succeed. It stays
     // exact either way.
     values[n.outputs[s]].term = termSize(t) <= opts.maxTermNodes ? prover.normalize(t, 0) : t;
+  }
+  if (key && rec->reusable() && unknownQueries() == unknownBefore) {
+    NodeMemo::Result r;
+    for (size_t s = 0; s < nout; ++s)
+      r.terms.push_back(values[n.outputs[s]].term);
+    bool complete = true;
+    for (auto &t : r.terms)
+      complete &= t != nullptr;
+    if (complete)
+      memo.store(std::move(*key), rec->consulted(), std::move(r));
   }
   return llvm::Error::success();
 }

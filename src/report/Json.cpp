@@ -77,6 +77,7 @@ std::string toJson(const Result &r, const Context &ctx) {
                      {"matches", st.matches},              {"solver_queries", st.solverQueries},
                      {"cache_hits", st.cacheHits},         {"solver_seconds", st.solverSeconds},
                      {"rewrite_steps", static_cast<int64_t>(st.rewriteSteps)},
+                     {"memo_hits", st.memoHits},           {"memo_stored", st.memoStored},
                      {"obligations", st.obligations},      {"distinct_obligations", st.distinctObligations},
                      {"seconds", st.seconds},              {"phase_seconds", std::move(phases)},
                      {"peak_rss_kib", static_cast<int64_t>(st.peakRssKiB)}, {"solver_queries_by_kind", std::move(queries)}};

@@ -27,7 +27,10 @@ from graph import INT64_MAX
 #   no_reduce   the row-parallel MLP output is never combined across ranks
 #               (TP: no AllReduce; SP: ReduceScatter replaced by the rank's
 #               own rows of its partial sum, as sp.py's "slice" bug)
-BUGS = ("no_reduce",)
+#   swap_gate_up  (Llama) the last rank applies SiLU to up_proj instead of
+#               gate_proj: the same ops in the same order, wired differently,
+#               so the layer looks like its neighbours but for one edge
+BUGS = ("no_reduce", "swap_gate_up")
 
 
 @dataclass(frozen=True)
@@ -212,8 +215,11 @@ def llama_mlp(g, scope, pname, x, cfg, par, layer):
     ff = par.shard(cfg.ff, "intermediate size")
     x = gather_seq(g, scope, x, par)
     gate = linear(g, f"{scope}/gate_proj", f"{pname}.gate_proj", x, cfg.hidden, ff, bias=False)
-    act = g.op(scope, "Mul", [gate, g.op(scope, "Sigmoid", [gate])])
     up = linear(g, f"{scope}/up_proj", f"{pname}.up_proj", x, cfg.hidden, ff, bias=False)
+    if (par.bug == "swap_gate_up" and par.bug_layer == layer and not par.ref
+            and par.rank == par.world - 1):
+        gate, up = up, gate
+    act = g.op(scope, "Mul", [gate, g.op(scope, "Sigmoid", [gate])])
     y = linear(g, f"{scope}/down_proj", f"{pname}.down_proj", g.op(scope, "Mul", [act, up]), ff, cfg.hidden,
                bias=False)
     return combine(g, f"{scope}/down_proj", y, par, layer, "mlp")

@@ -107,6 +107,11 @@ Term mapExprs(const Term &t, const std::function<smt::Expr(const smt::Expr &)> &
 /// `-(x - y)` and `y - x` become one term. Nodes below other functions are kept.
 Term distributeConstants(const Term &t);
 
+/// `t` with every read of class c turned into a read of `rename(c)`, rebuilt
+/// with the constructors above (so AC operands are sorted for the new ids).
+/// Shared subterms stay shared.
+Term renameClasses(const Term &t, const std::function<ClassId(ClassId)> &rename);
+
 /// Every class read anywhere in the term.
 void collectReads(const Term &t, std::vector<ClassId> &out);
 /// Number of nodes (for limits).

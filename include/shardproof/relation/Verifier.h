@@ -91,6 +91,9 @@ struct Stats {
   unsigned solverQueries = 0, cacheHits = 0;
   unsigned obligations = 0, distinctObligations = 0; // side conditions, and distinct formulas among them
   uint64_t rewriteSteps = 0; // term rewrites: normalize/cover steps of the prover
+  // Layer memoization: results stored, and reused for a node identical up to
+  // names (element maps of rank and reference nodes, covers of reference terms).
+  unsigned memoStored = 0, memoHits = 0;
   double seconds = 0; // verify() as a whole
   // Seconds per phase. verify() fills world (symbols, inputs, rank graphs
   // merged into classes), infer (a relation per reference tensor) and check

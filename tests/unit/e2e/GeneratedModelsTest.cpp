@@ -83,6 +83,47 @@ TEST_F(Generated, LlamaSequenceParallelUnreducedMlpRefuted) {
   EXPECT_NE(r.out.find("REFUTED at module layers.1.mlp.down_proj"), std::string::npos) << r.out;
 }
 
+// Layer memoization reuses each layer's work for the next one (NodeMemo.h).
+// A bug in the last layer must still be found there: its nodes look like
+// the layers below but for what the bug changed, and only that may miss.
+TEST_F(Generated, GptMissingAllReduceInTheLastOfFourLayersRefuted) {
+  auto r = runShardproof("check --no-table --stats " +
+                         generate("gpt --preset gpt-tiny --layers 4 --world 2 --bug no_reduce --bug-layer 3"));
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  EXPECT_NE(r.out.find("REFUTED at module blocks.3.mlp.proj"), std::string::npos) << r.out;
+}
+
+// The last rank of layer 3 applies SiLU to up_proj instead of gate_proj: the
+// same ops in the same order as every other layer, one edge rewired. The
+// reference term of layer 3 has the same form as layer 2's; the rank class
+// that covered layer 2 has no counterpart computing the renamed definition.
+TEST_F(Generated, LlamaGateAndUpSwappedOnOneRankInTheLastOfFourLayersRefuted) {
+  auto r = runShardproof("check --no-table --witness " +
+                         generate("llama --preset tiny --layers 4 --world 2 --no-embed --bug swap_gate_up "
+                                  "--bug-layer 3"));
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  EXPECT_NE(r.out.find("REFUTED at module layers.3.mlp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CONFIRMED: the two numbers differ"), std::string::npos) << r.out;
+}
+
+// Four identical layers: the later ones reuse the first's results, and
+// turning that off (--no-memo) changes nothing but the work done.
+TEST_F(Generated, StackedLayersReuseTheFirstLayersWork) {
+  std::string spec = generate("llama --preset tiny --layers 4 --world 2 --sp --no-embed");
+  auto memo = runShardproof("check -q --stats " + spec);
+  auto none = runShardproof("check -q --stats --no-memo " + spec);
+  EXPECT_EQ(memo.exitCode, 0) << memo.out;
+  EXPECT_EQ(none.exitCode, 0) << none.out;
+  EXPECT_NE(memo.out.find("VERIFIED"), std::string::npos) << memo.out;
+  EXPECT_NE(none.out.find("VERIFIED"), std::string::npos) << none.out;
+  auto reused = [](const std::string &out) {
+    auto at = out.find("memo:");
+    return at == std::string::npos ? -1L : std::stol(out.substr(at + 5));
+  };
+  EXPECT_GT(reused(memo.out), 100) << memo.out;
+  EXPECT_EQ(reused(none.out), 0) << none.out;
+}
+
 TEST_F(Generated, StatsSummaryAndJson) {
   std::string spec = generate("gpt --preset gpt-tiny --layers 1 --world 2");
   std::string json = (dir / "r.json").string();

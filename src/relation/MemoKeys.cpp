@@ -1,0 +1,121 @@
+// The keys under which NodeMemo stores a node's element maps and a reference
+// term's cover: everything the computation reads, classes numbered by first
+// occurrence (NodeMemo.h says why a hit can be reused).
+#include "Session.h"
+
+#include <cstring>
+
+namespace shardproof::relation {
+
+using namespace ir;
+
+static uint64_t bits(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, sizeof b);
+  return b;
+}
+
+static void tensorData(MemoKey &k, const std::shared_ptr<const TensorData> &d) {
+  k.word(d ? 1 : 0);
+  if (!d)
+    return;
+  k.word(static_cast<uint64_t>(d->dtype));
+  k.word(d->dims.size());
+  for (auto x : d->dims)
+    k.word(static_cast<uint64_t>(x));
+  k.word(d->floats.size());
+  for (double f : d->floats)
+    k.word(bits(f));
+  k.word(d->ints.size());
+  for (auto i : d->ints)
+    k.word(static_cast<uint64_t>(i));
+}
+
+static void intTensor(MemoKey &k, const std::optional<IntTensor> &v) {
+  k.word(v ? 1 : 0);
+  if (!v)
+    return;
+  k.word(v->dims.size());
+  for (auto x : v->dims)
+    k.word(static_cast<uint64_t>(x));
+  k.word(v->vals.size());
+  for (auto &e : v->vals)
+    k.expr(e);
+}
+
+static void attribute(MemoKey &k, const std::string &name, const Attribute &a) {
+  k.str(name);
+  k.word(static_cast<uint64_t>(a.kind));
+  k.word(static_cast<uint64_t>(a.i));
+  k.word(bits(a.f));
+  k.str(a.s);
+  k.word(a.ints.size());
+  for (auto x : a.ints)
+    k.word(static_cast<uint64_t>(x));
+  k.word(a.floats.size());
+  for (double f : a.floats)
+    k.word(bits(f));
+  k.word(a.strings.size());
+  for (auto &s : a.strings)
+    k.str(s);
+  tensorData(k, a.tensor);
+}
+
+// Large constant tensors (weights stored as initializers) are keyed by
+// identity; a copy with equal contents is then a miss, never a wrong hit.
+static constexpr size_t kMaxKeyedElements = 256;
+
+MemoKey Session::elementKey(const Node &n, const std::vector<ValueInfo> &values, const OpInputs &in,
+                            const OpResult &res) const {
+  MemoKey k;
+  k.str(n.opType);
+  k.str(n.domain);
+  k.word(static_cast<uint64_t>(in.opset));
+  k.word(static_cast<uint64_t>(in.worldSize));
+  k.word(n.attrs.size());
+  for (auto &[name, a] : n.attrs)
+    attribute(k, name, a);
+  k.word(n.outputs.size());
+  k.word(n.inputs.size());
+  for (int id : n.inputs) {
+    k.word(id < 0 ? 0 : 1);
+    if (id < 0)
+      continue;
+    const ValueInfo &v = values[id];
+    k.term(v.term);
+    k.shape(v.shape);
+    k.word(static_cast<uint64_t>(v.dtype));
+    intTensor(k, v.value);
+    if (v.data && static_cast<size_t>(v.data->numElements()) > kMaxKeyedElements)
+      k.word(reinterpret_cast<uintptr_t>(v.data.get()));
+    else
+      tensorData(k, v.data);
+  }
+  k.word(res.shapes.size());
+  for (auto &s : res.shapes)
+    k.shape(s);
+  k.word(res.dtypes.size());
+  for (auto d : res.dtypes)
+    k.word(static_cast<uint64_t>(d));
+  k.word(res.values.size());
+  for (auto &v : res.values)
+    intTensor(k, v);
+  k.word(res.aux.size());
+  for (auto a : res.aux)
+    k.word(static_cast<uint64_t>(a));
+  k.word(res.auxExprs.size());
+  for (auto &e : res.auxExprs)
+    k.expr(e);
+  return k;
+}
+
+MemoKey Session::coverKey(const Term &t, const Shape &shape) const {
+  MemoKey k;
+  k.str("cover");
+  k.word(opts.maxTermNodes);
+  k.shape(shape);
+  k.term(t);
+  return k;
+}
+
+} // namespace shardproof::relation

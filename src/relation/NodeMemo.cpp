@@ -1,0 +1,294 @@
+#include "NodeMemo.h"
+
+#include <llvm/ADT/DenseSet.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+namespace shardproof::relation {
+
+using namespace ir;
+
+static size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+
+void MemoKey::word(uint64_t w) {
+  words_.push_back(w);
+  hash_ = mix(hash_, w);
+}
+
+void MemoKey::str(const std::string &s) {
+  strs_.push_back(s);
+  hash_ = mix(hash_, std::hash<std::string>()(s));
+}
+
+void MemoKey::expr(const smt::Expr &e) {
+  word(e.isValid() ? 1 : 0);
+  if (!e.isValid())
+    return;
+  exprs_.push_back(e);
+  hash_ = mix(hash_, e.id());
+}
+
+void MemoKey::shape(const std::optional<Shape> &s) {
+  word(s ? s->rank() + 1 : 0);
+  if (s)
+    for (auto &d : s->dims)
+      expr(d);
+}
+
+void MemoKey::term(const Term &t) {
+  word(t ? 1 : 0);
+  if (t)
+    walk(t);
+}
+
+// Every field of every node, in a fixed order: equal word/expr/string
+// sequences mean equal trees up to the local numbering of classes.
+void MemoKey::walk(const Term &t) {
+  if (++nodes_ > kMaxNodes) {
+    usable_ = false;
+    return;
+  }
+  word(static_cast<uint64_t>(t->kind));
+  switch (t->kind) {
+  case TermKind::Const: {
+    uint64_t bits;
+    std::memcpy(&bits, &t->value, sizeof bits);
+    word(bits);
+    break;
+  }
+  case TermKind::Read: {
+    auto [it, fresh] = local_.try_emplace(t->cls, static_cast<unsigned>(classes_.size()));
+    if (fresh)
+      classes_.push_back(t->cls);
+    word(it->second);
+    word(t->idx.size());
+    for (auto &e : t->idx)
+      expr(e);
+    break;
+  }
+  case TermKind::Apply:
+    word(static_cast<uint64_t>(t->fn));
+    str(t->name);
+    break;
+  case TermKind::Sum:
+    expr(t->lo);
+    expr(t->hi);
+    word(static_cast<uint64_t>(t->level));
+    word(static_cast<uint64_t>(t->red));
+    break;
+  case TermKind::Select:
+    expr(t->cond);
+    break;
+  }
+  word(t->args.size());
+  for (auto &a : t->args)
+    if (usable_)
+      walk(a);
+}
+
+bool MemoKey::sameForm(const MemoKey &o) const {
+  if (hash_ != o.hash_ || words_ != o.words_ || strs_ != o.strs_ || exprs_.size() != o.exprs_.size())
+    return false;
+  for (size_t i = 0; i < exprs_.size(); ++i)
+    if (!exprs_[i].same(o.exprs_[i]))
+      return false;
+  return true;
+}
+
+bool MemoKey::namesClasses() const {
+  for (auto &e : exprs_)
+    if (e.hasApp())
+      return true;
+  return false;
+}
+
+static bool termNamesClasses(const Term &t, std::unordered_set<const TermNode *> &seen) {
+  if (!seen.insert(t.get()).second)
+    return false;
+  for (auto &e : t->idx)
+    if (e.hasApp())
+      return true;
+  if ((t->cond.isValid() && t->cond.hasApp()) || (t->lo.isValid() && t->lo.hasApp()) ||
+      (t->hi.isValid() && t->hi.hasApp()))
+    return true;
+  for (auto &a : t->args)
+    if (termNamesClasses(a, seen))
+      return true;
+  return false;
+}
+
+bool Renaming::bind(ClassId from, ClassId to) {
+  auto [it, fresh] = map_.try_emplace(from, to);
+  return fresh || it->second == to;
+}
+
+Term Renaming::apply(const Term &t) const {
+  if (map_.empty())
+    return t;
+  return renameClasses(t, [this](ClassId c) { return (*this)(c); });
+}
+
+static bool sameDims(const Shape &a, const Shape &b) {
+  if (a.rank() != b.rank())
+    return false;
+  for (size_t d = 0; d < a.rank(); ++d)
+    if (!a.dims[d].same(b.dims[d]))
+      return false;
+  return true;
+}
+
+static bool sameFacts(const ClassInfo &a, const ClassInfo &b) {
+  if (a.kind != b.kind || a.rank != b.rank || !sameDims(a.shape, b.shape) || a.exactValue != b.exactValue ||
+      a.abstractedReference != b.abstractedReference || a.dataDims != b.dataDims || a.data != b.data ||
+      a.valueRange.has_value() != b.valueRange.has_value() || (a.def == nullptr) != (b.def == nullptr))
+    return false;
+  if (a.valueRange && (!a.valueRange->first.same(b.valueRange->first) ||
+                       !a.valueRange->second.same(b.valueRange->second)))
+    return false;
+  return true;
+}
+
+// Extends a renaming from the key's classes to every class a stored
+// computation consulted, checking each counterpart has the same facts.
+struct Extender {
+  const std::vector<ClassId> &consulted; // ascending
+  Renaming &sigma;
+  const ClassTable &classes;
+  llvm::SmallDenseSet<ClassId, 32> settled;
+
+  bool isConsulted(ClassId c) const { return std::binary_search(consulted.begin(), consulted.end(), c); }
+
+  // Positional unification of two definitions: equal but for the classes
+  // read, which sigma must map from a's to b's (extended where unmapped).
+  bool unify(const Term &a, const Term &b) {
+    if (a.get() == b.get())
+      return sigmaFixes(a); // shared subterm: fine if sigma moves none of its classes
+    if (a->kind != b->kind || a->args.size() != b->args.size())
+      return false;
+    switch (a->kind) {
+    case TermKind::Const:
+      if (a->value != b->value)
+        return false;
+      break;
+    case TermKind::Read:
+      if (a->idx.size() != b->idx.size() || !sigma.bind(a->cls, b->cls))
+        return false;
+      for (size_t i = 0; i < a->idx.size(); ++i)
+        if (!a->idx[i].same(b->idx[i]))
+          return false;
+      break;
+    case TermKind::Apply:
+      if (a->fn != b->fn || a->name != b->name)
+        return false;
+      break;
+    case TermKind::Sum:
+      if (!a->lo.same(b->lo) || !a->hi.same(b->hi) || a->level != b->level || a->red != b->red)
+        return false;
+      break;
+    case TermKind::Select:
+      if (!a->cond.same(b->cond))
+        return false;
+      break;
+    }
+    for (size_t i = 0; i < a->args.size(); ++i)
+      if (!unify(a->args[i], b->args[i]))
+        return false;
+    return true;
+  }
+
+  bool sigmaFixes(const Term &t) {
+    std::vector<ClassId> reads;
+    collectReads(t, reads);
+    for (ClassId r : reads)
+      if (!sigma.bind(r, r))
+        return false;
+    return true;
+  }
+
+  bool settle(ClassId c) {
+    if (!settled.insert(c).second)
+      return true;
+    const ClassInfo &a = classes.peek(c);
+    if (!sigma.has(c)) {
+      if (a.kind != ClassInfo::Compute || !a.def)
+        return sigma.bind(c, c); // a leaf or constant the inputs do not read: itself
+      // A class the computation found (a rank tensor matching a reference
+      // term): its counterpart computes the renamed definition.
+      std::vector<ClassId> reads;
+      collectReads(a.def, reads);
+      for (ClassId r : reads)
+        if (!sigma.has(r) && !(isConsulted(r) ? settle(r) : sigma.bind(r, r)))
+          return false;
+      auto found = classes.find(sigma.apply(a.def), a.shape);
+      if (!found || !sigma.bind(c, *found))
+        return false;
+      return sameFacts(a, classes.peek(*found));
+    }
+    const ClassInfo &b = classes.peek(sigma(c));
+    if (!sameFacts(a, b))
+      return false;
+    return a.kind != ClassInfo::Compute || !a.def || unify(a.def, b.def);
+  }
+
+  bool run() {
+    // Classes the inputs map first: unifying their definitions maps the
+    // classes those read (a weight), which identity must not claim first.
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (ClassId c : consulted)
+        if (!settled.count(c) && sigma.has(c)) {
+          if (!settle(c))
+            return false;
+          progress = true;
+        }
+    }
+    for (ClassId c : consulted)
+      if (!settle(c))
+        return false;
+    return true;
+  }
+};
+
+bool NodeMemo::extend(const Entry &e, Renaming &sigma, const ClassTable &classes) const {
+  return Extender{e.consulted, sigma, classes, {}}.run();
+}
+
+std::optional<std::pair<const NodeMemo::Result *, Renaming>> NodeMemo::lookup(const MemoKey &key,
+                                                                                const ClassTable &classes) {
+  if (!key.usable())
+    return std::nullopt;
+  auto it = entries_.find(key.hash());
+  if (it == entries_.end())
+    return std::nullopt;
+  for (const Entry &e : it->second) {
+    if (!e.key.sameForm(key))
+      continue;
+    Renaming sigma;
+    bool ok = true;
+    for (size_t i = 0; ok && i < key.classes().size(); ++i)
+      ok = sigma.bind(e.key.classes()[i], key.classes()[i]);
+    if (ok && extend(e, sigma, classes)) {
+      ++hits_;
+      return std::make_pair(&e.result, std::move(sigma));
+    }
+  }
+  return std::nullopt;
+}
+
+void NodeMemo::store(MemoKey key, std::vector<ClassId> consulted, Result result) {
+  if (!key.usable() || key.namesClasses())
+    return;
+  std::unordered_set<const TermNode *> seen;
+  for (auto &t : result.terms)
+    if (t && termNamesClasses(t, seen))
+      return;
+  auto &bucket = entries_[key.hash()];
+  if (bucket.size() >= 8)
+    return; // a hash shared by many different forms: not worth the scan
+  ++stored_;
+  bucket.push_back({std::move(key), std::move(consulted), std::move(result)});
+}
+
+} // namespace shardproof::relation

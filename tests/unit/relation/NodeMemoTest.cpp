@@ -1,0 +1,149 @@
+// Layer memoization (src/relation/NodeMemo.h) in isolation: a result stored for
+// layer 0 is reused for layer 1 only when layer 1 is layer 0 with other class
+// names, down to the definitions the computation consulted.
+#include "NodeMemo.h"
+
+#include <gtest/gtest.h>
+
+using namespace shardproof;
+using namespace shardproof::relation;
+using namespace shardproof::ir;
+
+namespace {
+
+Shape vec(int64_t n) {
+  Shape s;
+  s.dims.push_back(smt::Expr::intConst(n));
+  return s;
+}
+
+Term at(ClassId c, const char *var = "i") { return mkRead(c, indexVars(var, 1)); }
+
+// One layer: leaves w and x, a computed class scaled = x * k, and out =
+// scaled + w (the class a cover would find for the reference term).
+struct Layer {
+  ClassId w, x, scaled, out;
+};
+
+Layer addLayer(ClassTable &t, const std::string &tag, double k = 2, bool withOut = true) {
+  auto leaf = [&](const std::string &name) {
+    ClassInfo ci;
+    ci.label = name + tag;
+    ci.shape = vec(4);
+    ci.rank = 0;
+    return t.add(ci);
+  };
+  Layer l;
+  l.w = leaf("w");
+  l.x = leaf("x");
+  bool created;
+  ClassInfo s;
+  s.kind = ClassInfo::Compute;
+  s.shape = vec(4);
+  s.rank = 0;
+  s.label = "scaled" + tag;
+  s.def = mkMul({at(l.x, "u"), mkConst(k)});
+  l.scaled = t.intern(s, created);
+  l.out = l.scaled;
+  if (withOut) {
+    ClassInfo o = s;
+    o.label = "out" + tag;
+    o.def = mkAdd({at(l.scaled, "u"), at(l.w, "u")});
+    l.out = t.intern(o, created);
+  }
+  return l;
+}
+
+// The reference term of one layer: scaled + w, read at i!0.
+MemoKey keyFor(const Layer &l) {
+  MemoKey k;
+  k.str("cover");
+  k.term(mkAdd({at(l.scaled), at(l.w)}));
+  return k;
+}
+
+// "Cover" layer 0 as the prover would: it consults `scaled` (its definition)
+// and the class it matched, and the answer is a read of that class.
+void storeLayer0(NodeMemo &memo, const ClassTable &t, const Layer &l0) {
+  memo.store(keyFor(l0), {l0.scaled, l0.out}, {{at(l0.out)}, 1, ""});
+}
+
+} // namespace
+
+TEST(NodeMemo, TheSameTermOneLayerUpIsReusedWithItsOwnClasses) {
+  ClassTable t;
+  Layer l0 = addLayer(t, "0"), l1 = addLayer(t, "1");
+  NodeMemo memo;
+  storeLayer0(memo, t, l0);
+  auto hit = memo.lookup(keyFor(l1), t);
+  ASSERT_TRUE(hit);
+  Term reused = hit->second.apply(hit->first->terms[0]);
+  // Layer 1's own class, never layer 0's.
+  EXPECT_TRUE(sameTerm(reused, at(l1.out))) << str(reused, [&](ClassId c) { return t.label(c); });
+  EXPECT_EQ(memo.hits(), 1u);
+}
+
+// Layer 1 scales by 3 where layer 0 scaled by 2: the reference terms have the
+// same form, but the definition the cover relied on differs. Reusing would
+// relate layer 1's tensor to a class that computes something else.
+TEST(NodeMemo, AConsultedClassThatComputesSomethingElseIsAMiss) {
+  ClassTable t;
+  Layer l0 = addLayer(t, "0"), l1 = addLayer(t, "1", /*k=*/3);
+  NodeMemo memo;
+  storeLayer0(memo, t, l0);
+  EXPECT_FALSE(memo.lookup(keyFor(l1), t));
+}
+
+// The rank side of layer 1 has no tensor computing scaled + w (a missing
+// all-reduce, say): the class layer 0 matched has no counterpart.
+TEST(NodeMemo, AMatchedClassWithoutACounterpartOneLayerUpIsAMiss) {
+  ClassTable t;
+  Layer l0 = addLayer(t, "0"), l1 = addLayer(t, "1", 2, /*withOut=*/false);
+  NodeMemo memo;
+  storeLayer0(memo, t, l0);
+  EXPECT_FALSE(memo.lookup(keyFor(l1), t));
+}
+
+// Terms of another form (a different index) never share a key.
+TEST(NodeMemo, ADifferentIndexIsADifferentKey) {
+  ClassTable t;
+  Layer l0 = addLayer(t, "0"), l1 = addLayer(t, "1");
+  NodeMemo memo;
+  storeLayer0(memo, t, l0);
+  MemoKey k;
+  k.str("cover");
+  IndexVec shifted{indexVar("i", 0) + smt::Expr::intConst(1)};
+  k.term(mkAdd({mkRead(l1.scaled, shifted), at(l1.w)}));
+  EXPECT_FALSE(memo.lookup(k, t));
+}
+
+// An index that reads tensor data names a class inside the expression (an
+// uninterpreted function "val:<label>"): renaming classes cannot rename it, so
+// such a result is never stored.
+TEST(NodeMemo, AResultWhoseIndicesNameAClassIsNotStored) {
+  ClassTable t;
+  Layer l0 = addLayer(t, "0");
+  NodeMemo memo;
+  IndexVec byData{smt::Expr::app("val:x0", {indexVar("i", 0)})};
+  memo.store(keyFor(l0), {l0.scaled}, {{mkRead(l0.w, byData)}, 0, ""});
+  EXPECT_EQ(memo.stored(), 0u);
+}
+
+// A computation that created a class knows it without a recorded access.
+TEST(NodeMemo, ARecordingThatCreatedAClassIsNotReusable) {
+  ClassTable t;
+  ClassTable::Recording rec(t);
+  addLayer(t, "0");
+  EXPECT_FALSE(rec.reusable());
+}
+
+TEST(NodeMemo, ARecordingListsTheClassesConsultedOnce) {
+  ClassTable t;
+  Layer l0 = addLayer(t, "0");
+  ClassTable::Recording rec(t);
+  (void)t[l0.out];
+  (void)t[l0.x];
+  (void)t[l0.out];
+  EXPECT_TRUE(rec.reusable());
+  EXPECT_EQ(rec.consulted(), (std::vector<ClassId>{l0.x, l0.out}));
+}
