@@ -142,6 +142,8 @@ std::vector<OpDef> elementwiseOps() {
       opRow("Sigmoid", C::Compute, inferSame, unary<Fn::Sigmoid>),
       opRow("Relu", C::Compute, inferSame, unary<Fn::Relu>),
       opRow("Abs", C::Compute, inferSame, unary<Fn::Abs>),
+      opRow("Cos", C::Compute, inferSame, unary<Fn::Cos>),
+      opRow("Sin", C::Compute, inferSame, unary<Fn::Sin>),
       opRow("Gelu", C::Compute, inferSame, opaqueUnary),
       opRow("Gelu", C::Compute, inferSame, opaqueUnary, "com.microsoft"),
       opRow("FastGelu", C::Compute, inferSame, opaqueUnary, "com.microsoft"),
