@@ -27,7 +27,10 @@ from graph import INT64_MAX
 #   no_reduce   the row-parallel MLP output is never combined across ranks
 #               (TP: no AllReduce; SP: ReduceScatter replaced by the rank's
 #               own rows of its partial sum, as sp.py's "slice" bug)
-BUGS = ("no_reduce",)
+#   embed_unmasked  the vocab-parallel embedding never zeroes the rows of ids
+#               outside the rank's vocab range (vocab.py's no_mask_output bug);
+#               not a layer's bug: --bug-layer is ignored
+BUGS = ("no_reduce", "embed_unmasked")
 
 
 @dataclass(frozen=True)
@@ -251,9 +254,10 @@ def embedding(g, scope, pname, ids, cfg, par):
     zeros = g.const_of_shape(scope, g.op(scope, "Shape", [local]), 0, np.int64)
     local = g.op(scope, "Where", [mask, zeros, local])
     out = g.op(scope, "Gather", [weight(g, f"{pname}.weight", [rows, cfg.hidden]), local])
-    m = g.op(scope, "Unsqueeze", [mask, g.const(scope, [-1])])
-    fz = g.const_of_shape(scope, g.op(scope, "Shape", [out]), 0.0)
-    out = g.op(scope, "Where", [m, fz, out])
+    if par.bug != "embed_unmasked":
+        m = g.op(scope, "Unsqueeze", [mask, g.const(scope, [-1])])
+        fz = g.const_of_shape(scope, g.op(scope, "Shape", [out]), 0.0)
+        out = g.op(scope, "Where", [m, fz, out])
     return g.reduce_scatter(scope, out, 1, par.world) if par.sp else g.all_reduce(scope, out)
 
 
