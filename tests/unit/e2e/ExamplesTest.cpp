@@ -280,7 +280,7 @@ TEST(Replay, AVerifiedCheckHasNothingToReplay) {
 // every element agrees (a disagreement would be exit 4, an internal error).
 TEST(Sample, ExecutionAgreesWithEveryVerifiedProof) {
   for (const char *spec : {"mlp_tp2.yaml", "seq_chunk_tp3.yaml", "seq_pad_tp2.yaml", "vocab_pad_tp4.yaml",
-                           "pad_attn_keymask.yaml", "pad_lengths_ok.yaml"}) {
+                           "pad_attn_keymask.yaml", "pad_lengths_ok.yaml", "rope_sp2.yaml"}) {
     auto r = runShardproof("check --no-table --sample 3 " + example(spec));
     EXPECT_EQ(r.exitCode, 0) << spec << "\n" << r.out;
     EXPECT_NE(r.out.find("Sampled execution (3 random admissible sizes, "), std::string::npos) << r.out;
