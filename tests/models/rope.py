@@ -13,7 +13,8 @@ Two distributions:
   (replicated) q/k/v weights, applies the rotary tables of ITS positions
   (arange(r * seq_local, (r + 1) * seq_local)), all-gathers k and v along the sequence
   (all-gather context parallelism, as Llama 3 training does) and attends its
-  query rows to every key with the causal mask of those global positions.
+  query rows to every key with the causal mask of those global positions
+  (written arange(seq_local) + r * seq_local, the other common form).
   o_proj is replicated; the output stays sharded along the sequence.
 
 Bug: rope_sp_no_offset, rank 1 builds positions 0 .. seq_local - 1 (it forgot
@@ -118,7 +119,7 @@ class SpAttention(nn.Module):
         n_rep = llama.HEADS // llama.KV_HEADS
         k, v = llama.repeat_kv(k, n_rep), llama.repeat_kv(v, n_rep)
         att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(llama.HEAD_DIM)
-        q_pos = torch.arange(start, start + s)
+        q_pos = torch.arange(s) + start  # the other common way to write offset positions
         k_pos = torch.arange(k.shape[2])
         att = att.masked_fill(k_pos[None, :] > q_pos[:, None], float("-inf"))
         o = torch.matmul(torch.softmax(att, dim=-1), v)
