@@ -1,9 +1,9 @@
 """Llama blocks whose rotary tables are computed inside the graph, as current
 Hugging Face code does (LlamaRotaryEmbedding): positions from arange (ONNX
-Range), `freqs = (inv_freq[:, None] @ positions[None, :]).T`, `emb = cat(freqs, freqs)`, then
-Cos and Sin. inv_freq = 1 / base^(2i / head_dim) is a buffer (an initializer
-named rotary_emb.inv_freq in every graph, stored
-as a column [head_dim / 2, 1]).
+Range), `freqs = (inv_freq[:, None] @ positions[None, :]).T`,
+`emb = cat(freqs, freqs)`, then Cos and Sin. inv_freq = 1 / base^(2i /
+head_dim) is a buffer (an initializer named rotary_emb.inv_freq in every graph,
+stored as a column [head_dim / 2, 1]).
 
 Two distributions:
 - Tensor parallelism (rope_tp2): llama.py's block with the in-graph tables;
