@@ -49,7 +49,38 @@ Term opaqueUnary(const OpInputs &in, const OpResult &, unsigned, const IndexVec 
     Term a = readB(in, 0, idx, read, level), b = readB(in, 1, idx, read, level);                 \
     return EXPR;                                                                                  \
   }
-BINARY(add, mkAdd({a, b}))
+#undef BINARY
+
+// Integer positions plus an offset (arange(seq) + past, a sequence shard's
+// start): when both addends are index values known to be >= 0 (a Range's
+// element, a shape value), the sum is the count sum(k in [0, a + b): 1), the
+// form of arange(past, past + seq), so either way of writing the positions
+// unifies with the reference's index by index.
+static std::optional<Term> addCounts(const OpInputs &in, const OpResult &r, const Term &a, const Term &b, int level) {
+  if (isFloating(r.dtypes[0]) || r.dtypes[0] == DType::Bool || !in.indexValue || !in.nonNegative)
+    return std::nullopt;
+  auto va = in.indexValue(a), vb = in.indexValue(b);
+  if (!va || !vb || va->hasApp() || vb->hasApp() || !in.nonNegative(*va) || !in.nonNegative(*vb))
+    return std::nullopt;
+  smt::Expr e = (*va + *vb).simplify();
+  if (e.asInt())
+    return std::nullopt;
+  return mkSum(level, smt::Expr::intConst(0), e, mkConst(1));
+}
+
+Term add(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  Term a = readB(in, 0, idx, read, level), b = readB(in, 1, idx, read, level);
+  if (auto c = addCounts(in, r, a, b, level))
+    return *c;
+  return mkAdd({a, b});
+}
+
+#define BINARY(NAME, EXPR)                                                                        \
+  Term NAME(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, \
+            int level) {                                                                          \
+    Term a = readB(in, 0, idx, read, level), b = readB(in, 1, idx, read, level);                 \
+    return EXPR;                                                                                  \
+  }
 BINARY(sub, mkSub(a, b))
 BINARY(mul, mkMul({a, b}))
 BINARY(divide, mkDiv(a, b))
@@ -142,6 +173,8 @@ std::vector<OpDef> elementwiseOps() {
       opRow("Sigmoid", C::Compute, inferSame, unary<Fn::Sigmoid>),
       opRow("Relu", C::Compute, inferSame, unary<Fn::Relu>),
       opRow("Abs", C::Compute, inferSame, unary<Fn::Abs>),
+      opRow("Cos", C::Compute, inferSame, unary<Fn::Cos>),
+      opRow("Sin", C::Compute, inferSame, unary<Fn::Sin>),
       opRow("Gelu", C::Compute, inferSame, opaqueUnary),
       opRow("Gelu", C::Compute, inferSame, opaqueUnary, "com.microsoft"),
       opRow("FastGelu", C::Compute, inferSame, opaqueUnary, "com.microsoft"),

@@ -320,8 +320,28 @@ llvm::Expected<OpResult> inferRange(const OpInputs &in) {
   return r;
 }
 
-Term range(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+// A count: sum(k in [0, E): 1) (how shape values and Range's own elements are
+// written), or a non-negative integer constant; its E. The sum is max(E, 0):
+// E is its value only where E >= 0 is known.
+static std::optional<Expr> countOf(const Term &t) {
+  if (t->kind == TermKind::Const && t->value >= 0 && t->value == std::floor(t->value) && t->value < 1e15)
+    return Expr::intConst(static_cast<int64_t>(t->value));
+  if (t->kind == TermKind::Sum && t->red == Fn::Add && t->args[0]->kind == TermKind::Const &&
+      t->args[0]->value == 1 && t->lo.asInt() == 0)
+    return t->hi;
+  return std::nullopt;
+}
+
+Term range(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
   Term start = r.auxExprs[0].asInt() ? mkConst(static_cast<double>(*r.auxExprs[0].asInt())) : read(0, {}, level);
+  // Positions from an offset (arange(start, start + seq), a sequence shard's
+  // or a KV cache's positions): with start a count E and delta > 0, element i
+  // is the count of [0, E + delta * i), so two ranges with the same positions
+  // are the same term whatever their starts (rank r's i is the reference's
+  // i + E) and unify index by index.
+  if (auto e = countOf(start); e && r.aux[0] > 0 && !(e->asInt() == 0) &&
+                                (e->asInt() || (in.nonNegative && in.nonNegative(*e))))
+    return mkSum(level, Expr::intConst(0), (*e + Expr::intConst(r.aux[0]) * idx[0]).simplify(), mkConst(1));
   Term i = mkSum(level, Expr::intConst(0), idx[0], mkConst(1));
   return mkAdd({start, mkMul({mkConst(static_cast<double>(r.aux[0])), i})});
 }

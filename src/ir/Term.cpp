@@ -22,6 +22,8 @@ const char *fnName(Fn f) {
   case Fn::Sigmoid: return "sigmoid";
   case Fn::Relu: return "relu";
   case Fn::Abs: return "abs";
+  case Fn::Cos: return "cos";
+  case Fn::Sin: return "sin";
   case Fn::Pow: return "pow";
   case Fn::Max2: return "max";
   case Fn::Min2: return "min";

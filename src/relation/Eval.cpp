@@ -192,6 +192,8 @@ struct Evaluator {
     case Fn::Sigmoid: return 1.0 / (1.0 + std::exp(-a[0]));
     case Fn::Relu: return a[0] > 0 ? a[0] : 0;
     case Fn::Abs: return std::fabs(a[0]);
+    case Fn::Cos: return std::cos(a[0]);
+    case Fn::Sin: return std::sin(a[0]);
     case Fn::Pow: return std::pow(a[0], a[1]);
     case Fn::Max2: return *std::max_element(a.begin(), a.end());
     case Fn::Min2: return *std::min_element(a.begin(), a.end());

@@ -8,6 +8,9 @@
 // reads of masked classes. This match takes such a class whole, expands its
 // masked addends one layer, and proves it equal to the reference's select on
 // the path (the select conditions are decided under the value range).
+// Under sequence parallelism the masked lookups are reduce-scattered along the
+// sequence: rank r's class holds chunk r of the sum, and the reference select
+// is the concatenation of those classes, each proven equal on its chunk.
 #include "Prover.h"
 
 #include <algorithm>
@@ -45,6 +48,30 @@ static std::vector<ClassId> maskedLeaves(const ClassTable &classes, ClassId c) {
   return reads;
 }
 
+// Where class `c` holds the reference tensor's element at `iv`: the same index
+// on every axis the class is as long as (an all-reduce leaves the whole tensor
+// on every rank); on a shorter axis of a rank's own class, chunk `rank` of it
+// (a reduce-scatter hands rank r the r-th of P equal chunks, in rank order),
+// inside that chunk. Only a guess: the caller proves the values equal there.
+static bool maskedSumSite(Prover &p, const ClassInfo &ci, const IndexVec &iv, IndexVec &at, Expr &region) {
+  std::vector<Expr> inChunk;
+  for (size_t d = 0; d < iv.size(); ++d) {
+    const Expr &n = ci.shape.dims[d];
+    if (p.implies(iv[d] < n, "masked.bounds")) {
+      at.push_back(iv[d]);
+      continue;
+    }
+    if (ci.rank < 0)
+      return false;
+    Expr first = (Expr::intConst(ci.rank) * n).simplify();
+    at.push_back((iv[d] - first).simplify());
+    inChunk.push_back(first <= iv[d]);
+    inChunk.push_back(iv[d] < first + n);
+  }
+  region = p.simplifyCond(smt::conj(inChunk));
+  return true;
+}
+
 std::optional<Term> Prover::tryMaskedSum(const Term &t, int level) {
   if (level != 0 || !selectOnData(t))
     return std::nullopt;
@@ -55,30 +82,45 @@ std::optional<Term> Prover::tryMaskedSum(const Term &t, int level) {
   std::vector<ClassId> want;
   collectReads(t, want);
   std::sort(want.begin(), want.end());
+  std::vector<std::pair<Expr, Term>> pieces; // (where, the class read there), each proven
+  Expr remaining = Expr::boolConst(true);
   for (ClassId c = 0; c < maskedSums_.size(); ++c) {
     const auto &have = maskedSums_[c];
     if (have.empty() || !std::includes(have.begin(), have.end(), want.begin(), want.end()))
       continue;
     const ClassInfo &ci = classes_[c];
-    // Same index as the reference tensor (the collective's output is the
-    // whole tensor on every rank), inside the class's bounds on the path.
-    IndexVec iv = indexVars("i", static_cast<unsigned>(ci.shape.rank()));
-    std::vector<Expr> inBounds;
-    for (size_t d = 0; d < iv.size(); ++d)
-      inBounds.push_back(iv[d] < ci.shape.dims[d]);
-    if (!implies(smt::conj(inBounds), "masked.bounds"))
+    IndexVec iv = indexVars("i", static_cast<unsigned>(ci.shape.rank())), at;
+    Expr region;
+    if (!maskedSumSite(*this, ci, iv, at, region))
       continue;
-    Term read = mkRead(c, iv);
+    if (auto b = region.asBool(); b && !*b)
+      continue;
+    Scope s(*this, region);
+    if (!feasible(remaining, "masked.region"))
+      continue;
+    Term read = mkRead(c, at);
     Term expanded = expandAt(read, c, level);
     if (!selectOnData(ci.def))
       for (auto &a : ci.def->args)
         expanded = expandAt(expanded, a->cls, level);
     expanded = normalize(expanded, level);
     bool before = sawUnknown_;
-    if (equal(t, expanded, level) && !(sawUnknown_ && !before))
-      return read;
+    if (!equal(t, expanded, level) || (sawUnknown_ && !before))
+      continue;
+    if (auto b = region.asBool(); b && *b)
+      return read; // the whole tensor (an all-reduce)
+    pieces.push_back({region, read});
+    remaining = (remaining && !region).simplify();
   }
-  return std::nullopt;
+  // A concatenation over ranks (a reduce-scatter): only when the chunks proven
+  // cover every index on the path.
+  if (pieces.empty() || feasible(remaining, "masked.rest"))
+    return std::nullopt;
+  Term result = pieces.back().second;
+  pieces.pop_back();
+  for (auto it = pieces.rbegin(); it != pieces.rend(); ++it)
+    result = mkSelect(it->first, it->second, result);
+  return result;
 }
 
 } // namespace shardproof::relation

@@ -37,7 +37,8 @@ static std::string collectiveKind(const Node &n) {
 // Turns the element term of a computed rank tensor into a class read.
 // `evenIfPure`: a reduction's output is a class even when its term only
 // selects elements (an all-reduce of masked lookups, whose masks leave one
-// rank's row per token: a select on the token id), so the reference's lookup
+// rank's row per token: a select on the token id; reduce-scattered under
+// sequence parallelism, each rank's chunk of it), so the reference's lookup
 // can be matched to it and the layers after it start from one class.
 static void internValue(Session &S, int r, const Node &n, int out, bool evenIfPure = false) {
   ValueInfo &v = S.rankValues[r][out];
@@ -178,7 +179,7 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
       Prover::Scope sc(S.prover, Session::bounds(os));
       S.rankValues[r][out].term = S.prover.normalize(t, 0);
       S.rankValues[r][out].shape = os;
-      internValue(S, r, *calls[r], out);
+      internValue(S, r, *calls[r], out, /*evenIfPure=*/true);
     }
     return llvm::Error::success();
   }

@@ -110,6 +110,21 @@ std::optional<std::vector<double>> Session::runReference(int outputId, const std
       materialize(id, *dims, *data);
     return data.has_value();
   };
+  // Shape arithmetic (a sequence shard's start, seq // 2) has no element term
+  // but its values are size expressions: evaluated at these sizes.
+  auto fromValue = [&](int id) {
+    const ValueInfo &v = refValues[id];
+    if (!v.value)
+      return;
+    std::vector<double> data;
+    for (auto &e : v.value->vals) {
+      auto x = sizeOf(e, sizes);
+      if (!x)
+        return;
+      data.push_back(static_cast<double>(*x));
+    }
+    materialize(id, v.value->dims, data);
+  };
   for (int id : ref.inputs)
     fromTerm(id);
   for (int id : ref.initializers)
@@ -144,6 +159,8 @@ std::optional<std::vector<double>> Session::runReference(int outputId, const std
       bool missing = false;
       ReadFn read = [&](unsigned input, const IndexVec &idx, int) -> Term {
         int id = n.inputs[input];
+        if (id >= 0 && !mat[id])
+          fromValue(id);
         if (id < 0 || !mat[id]) {
           missing = true;
           return mkConst(0);

@@ -167,6 +167,22 @@ class Block(nn.Module):
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
+class Stack(nn.Module):
+    """`n` decoder layers in a row sharing the rotary cache, as Hugging Face's
+    LlamaModel (parameters `layers.<i>.<module>...`). `buggy_down`: the layer
+    whose row-parallel down projection never all-reduces."""
+
+    def __init__(self, n, world=1, buggy_down=None):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            [Block(world, reduce_down=False if i == buggy_down else None) for i in range(n)])
+
+    def forward(self, x, cos, sin):
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        return x
+
+
 def kv_head_of(rank, world):
     """The kv head whose query group rank `rank` owns (replicated kv heads)."""
     return rank * KV_HEADS // world
@@ -231,3 +247,12 @@ def generate(out):
     for name, make in bugs.items():
         for r in range(2):
             _export(make(r), f"{out}/llama_{name}_rank{r}.onnx")
+
+    # Three layers under TP2 (GQA: 2 query heads and one kv head per rank); the
+    # bug: the last layer's down projection never all-reduces.
+    with torch.random.fork_rng():
+        torch.manual_seed(33)
+        _export(Stack(3), f"{out}/llama_l3_ref.onnx")
+        for r in range(2):
+            _export(Stack(3, 2), f"{out}/llama_l3_tp2_rank{r}.onnx")
+            _export(Stack(3, 2, buggy_down=2), f"{out}/llama_l3_no_allreduce_down2_rank{r}.onnx")

@@ -30,7 +30,10 @@ from graph import INT64_MAX
 #   swap_gate_up  (Llama) the last rank applies SiLU to up_proj instead of
 #               gate_proj: the same ops in the same order, wired differently,
 #               so the layer looks like its neighbours but for one edge
-BUGS = ("no_reduce", "swap_gate_up")
+#   embed_unmasked  the vocab-parallel embedding never zeroes the rows of ids
+#               outside the rank's vocab range (vocab.py's no_mask_output bug);
+#               not a layer's bug: --bug-layer is ignored
+BUGS = ("no_reduce", "swap_gate_up", "embed_unmasked")
 
 
 @dataclass(frozen=True)
@@ -257,9 +260,10 @@ def embedding(g, scope, pname, ids, cfg, par):
     zeros = g.const_of_shape(scope, g.op(scope, "Shape", [local]), 0, np.int64)
     local = g.op(scope, "Where", [mask, zeros, local])
     out = g.op(scope, "Gather", [weight(g, f"{pname}.weight", [rows, cfg.hidden]), local])
-    m = g.op(scope, "Unsqueeze", [mask, g.const(scope, [-1])])
-    fz = g.const_of_shape(scope, g.op(scope, "Shape", [out]), 0.0)
-    out = g.op(scope, "Where", [m, fz, out])
+    if par.bug != "embed_unmasked":
+        m = g.op(scope, "Unsqueeze", [mask, g.const(scope, [-1])])
+        fz = g.const_of_shape(scope, g.op(scope, "Shape", [out]), 0.0)
+        out = g.op(scope, "Where", [m, fz, out])
     return g.reduce_scatter(scope, out, 1, par.world) if par.sp else g.all_reduce(scope, out)
 
 

@@ -37,7 +37,7 @@ enum class Fn : uint8_t {
   Add,   // n-ary, commutative
   Mul,   // n-ary, commutative
   Recip, // 1/x
-  Erf, Tanh, Exp, Log, Sqrt, Sigmoid, Relu, Abs,
+  Erf, Tanh, Exp, Log, Sqrt, Sigmoid, Relu, Abs, Cos, Sin,
   Pow,             // binary
   Max2, Min2,      // n-ary (associative, commutative, idempotent); also the max/min binder of a Sum node
   Opaque,          // named by TermNode::name (e.g. "Cast:float32")

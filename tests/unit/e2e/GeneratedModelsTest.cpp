@@ -124,6 +124,31 @@ TEST_F(Generated, StackedLayersReuseTheFirstLayersWork) {
   EXPECT_EQ(reused(none.out), 0) << none.out;
 }
 
+// Megatron's vocab-parallel embedding under sequence parallelism: the masked
+// lookups are reduce-scattered along the sequence, so the reference lookup is
+// the concatenation over ranks of their chunks of the masked sum (vocab 10 on 4
+// ranks: 3 rows each, the last rank's padded).
+TEST_F(Generated, LlamaSequenceParallelVocabEmbeddingIsAConcatOfReduceScatteredLookups) {
+  for (const char *world : {"--world 2", "--world 4 --kv-heads 4"}) {
+    auto r = runShardproof("check " + generate(std::string("llama --preset tiny --layers 1 --sp ") + world));
+    EXPECT_EQ(r.exitCode, 0) << r.out;
+    EXPECT_NE(r.out.find("/embed_tokens/Gather_output_0     matched"), std::string::npos) << world << "\n" << r.out;
+    EXPECT_NE(r.out.find("/embed_tokens/ReduceScatter_output_0@1"), std::string::npos) << world << "\n" << r.out;
+    EXPECT_EQ(r.out.find("NO RELATION"), std::string::npos) << world << "\n" << r.out;
+  }
+}
+
+// The rows of ids outside a rank's vocab range are not zeroed: every rank adds
+// the row its clamped local id reads.
+TEST_F(Generated, LlamaSequenceParallelUnmaskedEmbeddingRefuted) {
+  auto r = runShardproof("check --no-table --witness " +
+                         generate("llama --preset tiny --layers 1 --world 2 --sp --bug embed_unmasked"));
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  EXPECT_NE(r.out.find("REFUTED at module embed_tokens (reference node /embed_tokens/Gather"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("CONFIRMED: the two numbers differ"), std::string::npos) << r.out;
+}
+
 TEST_F(Generated, StatsSummaryAndJson) {
   std::string spec = generate("gpt --preset gpt-tiny --layers 1 --world 2");
   std::string json = (dir / "r.json").string();
