@@ -158,6 +158,7 @@ int run(const CheckArgs &a, bool infer) {
   if (!ref)
     return reportError(ref.takeError());
   std::vector<ir::Graph> ranks;
+  ranks.reserve(spec->rankPaths.size()); // a Graph is copied, not moved, when the vector grows
   for (size_t r = 0; r < spec->rankPaths.size(); ++r) {
     if (!std::filesystem::exists(spec->rankPaths[r]))
       return reportError(userError("rank " + std::to_string(r) + " model '" + spec->rankPaths[r] +
