@@ -1,0 +1,202 @@
+// One node through the op table: its inputs gathered, shapes and side
+// conditions inferred, element maps built and normalized; reused from the
+// same node one layer up when NodeMemo has it (NodeMemo.h).
+#include "Session.h"
+
+namespace shardproof::relation {
+
+using smt::Expr;
+using namespace ir;
+
+std::optional<OpInputs> Session::gatherInputs(const Graph &g, const Node &n, const std::vector<ValueInfo> &values,
+                                              std::string &why) {
+  OpInputs in{n, {}, {}, {}, {}, worldSize()};
+  if (auto it = g.opsets.find(""); it != g.opsets.end())
+    in.opset = it->second;
+  in.indexValue = [this](const Term &t) { return indexValue(classes, t); };
+  in.nonNegative = [this](const Expr &e) {
+    Expr x = e.simplify();
+    if (knownNonNegative(x))
+      return true;
+    if (!prover.implies(x >= Expr::intConst(0), "value.nonnegative"))
+      return false;
+    provenNonNegative.push_back(x);
+    return true;
+  };
+  in.inputValue = [this, &values, &n](unsigned i, const IndexVec &idx) -> std::optional<smt::Expr> {
+    if (i >= n.inputs.size() || n.inputs[i] < 0 || !values[n.inputs[i]].term || !values[n.inputs[i]].shape)
+      return std::nullopt;
+    const ValueInfo &v = values[n.inputs[i]];
+    return indexValue(classes, instantiate(v.term, indexVars("i", static_cast<unsigned>(v.shape->rank())), idx, 0));
+  };
+  for (int id : n.inputs) {
+    if (id < 0) {
+      in.shapes.push_back(std::nullopt);
+      in.dtypes.push_back(DType::Other);
+      in.values.push_back(std::nullopt);
+      in.data.push_back(nullptr);
+      continue;
+    }
+    const ValueInfo &v = values[id];
+    if (!v.unsupported.empty()) {
+      why = v.unsupported;
+      return std::nullopt;
+    }
+    if (!v.shape) {
+      why = "no shape known for '" + g.values[id].name + "'";
+      return std::nullopt;
+    }
+    in.shapes.push_back(v.shape);
+    in.dtypes.push_back(v.dtype);
+    in.values.push_back(v.value);
+    in.data.push_back(v.data);
+  }
+  return in;
+}
+
+llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueInfo> &values, int rank) {
+  auto markUnsupported = [&](const std::string &why) {
+    for (int o : n.outputs)
+      values[o].unsupported = why;
+  };
+  // Where reasoning stops on a rank: reported once per node, as the reason for UNKNOWN.
+  auto originUnsupported = [&](const std::string &why) {
+    markUnsupported(why);
+    if (rank < 0 || !reportedRankNodes.insert(n.name).second)
+      return;
+    // No reference node: the message names the rank node.
+    result.failures.push_back({Failure::Unsupported, "rank " + std::to_string(rank) + " node " + describe(n) + ": " + why,
+                               "", n.opType, n.modulePath(), n.outputs.empty() ? "" : g.values[n.outputs[0]].name,
+                               {}, std::nullopt});
+  };
+  const OpDef *def = lookupOp(n.domain, n.opType);
+  if (!def) {
+    originUnsupported("unsupported operator " + (n.domain.empty() ? n.opType : n.domain + "::" + n.opType));
+    return llvm::Error::success();
+  }
+  std::string why;
+  auto gathered = gatherInputs(g, n, values, why);
+  if (!gathered) {
+    markUnsupported(why);
+    return llvm::Error::success();
+  }
+  OpInputs &in = *gathered;
+  auto res = def->infer(in);
+  if (!res) {
+    auto taken = takeError(res.takeError());
+    if (taken.kind == ErrorKind::Unsupported) {
+      originUnsupported(taken.text);
+      return llvm::Error::success();
+    }
+    if (rank < 0)
+      return userError("reference model " + g.path + ": " + taken.message, taken.loc);
+    // A rank graph that cannot run at any admissible size is a broken
+    // implementation (a collective on the wrong axis makes the next MatMul
+    // mismatch): an obligation that always fails, so REFUTED with sizes.
+    obligations.push_back({{taken.text, Expr::boolConst(false)}, rank, n.name, n.modulePath()});
+    markUnsupported("rank " + std::to_string(rank) + " node " + describe(n) + " cannot run: " + taken.text);
+    return llvm::Error::success();
+  }
+  for (auto &o : res->obligations)
+    obligations.push_back({o, rank, n.name, n.modulePath()});
+  // Shape arithmetic the op itself does not fold: follow the integer values.
+  if (res->values.empty() || !res->values[0])
+    if (auto v = foldIntValues(in, *res, 0)) {
+      res->values.resize(std::max<size_t>(res->values.size(), 1));
+      res->values[0] = v;
+    }
+  for (size_t s = 0; s < n.outputs.size() && s < res->shapes.size(); ++s) {
+    ValueInfo &out = values[n.outputs[s]];
+    out.shape = res->shapes[s];
+    out.dtype = s < res->dtypes.size() ? res->dtypes[s] : DType::Other;
+    if (s < res->values.size())
+      out.value = res->values[s];
+  }
+  if (def->cls == OpClass::ShapeOnly || def->cls == OpClass::Collective)
+    return llvm::Error::success();
+  if (n.opType == "Constant" && n.domain.empty()) {
+    const Attribute *a = n.attr("value");
+    if (a && a->tensor) {
+      ValueInfo cv = constantValue(n.name.empty() ? g.values[n.outputs[0]].name : n.name, a->tensor);
+      values[n.outputs[0]].term = cv.term;
+      values[n.outputs[0]].data = a->tensor;
+    }
+    return llvm::Error::success();
+  }
+  ReadFn read = [&](unsigned input, const IndexVec &idx, int level) -> Term {
+    const ValueInfo &v = values[n.inputs[input]];
+    if (!v.term && v.value)
+      return shapeValueTerm(*v.value, idx, level);
+    if (!v.term)
+      return nullptr;
+    return exposeMask(instantiate(v.term, indexVars("i", static_cast<unsigned>(v.shape->rank())), idx, level));
+  };
+  // Shape arithmetic (Gather/Unsqueeze/Concat on Shape outputs): the values
+  // are known symbolically, no element map is needed.
+  bool shapeData = true;
+  for (size_t s = 0; s < n.outputs.size(); ++s)
+    shapeData &= s < res->values.size() && res->values[s].has_value();
+  for (int id : n.inputs)
+    if (shapeData && id >= 0 && !values[id].term)
+      return llvm::Error::success();
+  // The same node one layer up reads renamed classes: reuse its element maps.
+  const size_t nout = std::min(n.outputs.size(), res->shapes.size());
+  std::optional<MemoKey> key;
+  if (opts.memo && prover.pathDepth() == 0) {
+    key = elementKey(n, values, in, *res);
+    if (auto hit = memo.lookup(*key, classes)) {
+      for (size_t s = 0; s < nout; ++s)
+        values[n.outputs[s]].term = hit->second.apply(hit->first->terms[s]);
+      return llvm::Error::success();
+    }
+  }
+  const unsigned unknownBefore = unknownQueries();
+  std::optional<ClassTable::Recording> rec;
+  if (key)
+    rec.emplace(classes);
+  for (size_t s = 0; s < nout; ++s) {
+    const Shape &os = res->shapes[s];
+    IndexVec iv = indexVars("i", static_cast<unsigned>(os.rank()));
+    Term t;
+    {
+      // A read of a tensor without an element map poisons the result.
+      bool missing = false;
+      std::string missingName;
+      ReadFn guarded = [&](unsigned input, const IndexVec &idx, int level) -> Term {
+        Term x = read(input, idx, level);
+        if (!x) {
+          missing = true;
+          missingName = g.values[n.inputs[input]].name;
+          return mkConst(0);
+        }
+        return x;
+      };
+      t = def->element(in, *res, static_cast<unsigned>(s), iv, guarded, 0);
+      if (missing || !t) {
+        values[n.outputs[s]].unsupported =
+            missing ? describe(n) + " reads elements of '" + missingName + "', which is only known as shape data"
+                    : "no element map for output " + std::to_string(s) + " of " + describe(n);
+        continue;
+      }
+    }
+    Prover::Scope sc(prover, bounds(os));
+    // A huge term only arises below a node no rank computes; normalizing it
+    // (case splits multiply) serves matching that will not succeed. It stays
+    // exact either way.
+    values[n.outputs[s]].term = termSize(t) <= opts.maxTermNodes ? prover.normalize(t, 0) : t;
+  }
+  if (key && rec->reusable() && unknownQueries() == unknownBefore) {
+    NodeMemo::Result r;
+    for (size_t s = 0; s < nout; ++s)
+      r.terms.push_back(values[n.outputs[s]].term);
+    bool complete = true;
+    for (auto &t : r.terms)
+      complete &= t != nullptr;
+    if (complete)
+      memo.store(std::move(*key), rec->consulted(), std::move(r));
+  }
+  return llvm::Error::success();
+}
+
+
+} // namespace shardproof::relation
