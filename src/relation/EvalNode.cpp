@@ -8,6 +8,16 @@ namespace shardproof::relation {
 using smt::Expr;
 using namespace ir;
 
+// A side condition's text names its node ("inner dims of '/l.0/fc/MatMul'
+// (MatMul) agree"); reused for another node, it names that one.
+static std::string retarget(const std::string &what, const std::string &was, const std::string &now) {
+  std::string out;
+  size_t at = 0;
+  for (size_t hit; !was.empty() && (hit = what.find(was, at)) != std::string::npos; at = hit + was.size())
+    out += what.substr(at, hit - at) + now;
+  return out + what.substr(at);
+}
+
 std::optional<OpInputs> Session::gatherInputs(const Graph &g, const Node &n, const std::vector<ValueInfo> &values,
                                               std::string &why) {
   OpInputs in{n, {}, {}, {}, {}, worldSize()};
@@ -81,6 +91,52 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
     return llvm::Error::success();
   }
   OpInputs &in = *gathered;
+  auto apply = [&](const OpResult &r) {
+    for (size_t s = 0; s < n.outputs.size() && s < r.shapes.size(); ++s) {
+      ValueInfo &out = values[n.outputs[s]];
+      out.shape = r.shapes[s];
+      out.dtype = s < r.dtypes.size() ? r.dtypes[s] : DType::Other;
+      if (s < r.values.size())
+        out.value = r.values[s];
+    }
+  };
+  // The same node one layer up read renamed classes: reuse what it derived
+  // (shapes, side conditions, element maps). Constants make classes.
+  const bool isConstant = n.opType == "Constant" && n.domain.empty();
+  std::optional<MemoKey> key;
+  if (opts.memo && prover.pathDepth() == 0 && !isConstant) {
+    key = nodeKey(n, values, in);
+    if (auto hit = memo.lookup(*key, classes)) {
+      const NodeMemo::Result &m = *hit->first;
+      const std::string was = m.node, now = describe(n);
+      for (const Obligation &o : m.op->obligations)
+        obligations.push_back({{retarget(o.what, was, now), o.cond}, rank, n.name, n.modulePath()});
+      apply(*m.op);
+      if (m.elements)
+        for (size_t s = 0; s < m.terms.size(); ++s)
+          values[n.outputs[s]].term = hit->second.apply(m.terms[s]);
+      return llvm::Error::success();
+    }
+  }
+  const unsigned unknownBefore = unknownQueries();
+  std::optional<ClassTable::Recording> rec;
+  if (key)
+    rec.emplace(classes);
+  // Keeps what this node derived for the next layer; `elements` false: the
+  // node has no element maps (shape data, collectives).
+  auto remember = [&](const OpResult &r, bool elements, std::vector<Term> terms) {
+    if (!key || !rec->reusable() || unknownQueries() != unknownBefore)
+      return;
+    for (auto &t : terms)
+      if (!t)
+        return; // an output without an element map: its reason names this node
+    NodeMemo::Result m;
+    m.op = r;
+    m.node = describe(n);
+    m.elements = elements;
+    m.terms = std::move(terms);
+    memo.store(std::move(*key), rec->consulted(), std::move(m));
+  };
   auto res = def->infer(in);
   if (!res) {
     auto taken = takeError(res.takeError());
@@ -105,16 +161,12 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
       res->values.resize(std::max<size_t>(res->values.size(), 1));
       res->values[0] = v;
     }
-  for (size_t s = 0; s < n.outputs.size() && s < res->shapes.size(); ++s) {
-    ValueInfo &out = values[n.outputs[s]];
-    out.shape = res->shapes[s];
-    out.dtype = s < res->dtypes.size() ? res->dtypes[s] : DType::Other;
-    if (s < res->values.size())
-      out.value = res->values[s];
-  }
-  if (def->cls == OpClass::ShapeOnly || def->cls == OpClass::Collective)
+  apply(*res);
+  if (def->cls == OpClass::ShapeOnly || def->cls == OpClass::Collective) {
+    remember(*res, false, {});
     return llvm::Error::success();
-  if (n.opType == "Constant" && n.domain.empty()) {
+  }
+  if (isConstant) {
     const Attribute *a = n.attr("value");
     if (a && a->tensor) {
       ValueInfo cv = constantValue(n.name.empty() ? g.values[n.outputs[0]].name : n.name, a->tensor);
@@ -137,23 +189,11 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
   for (size_t s = 0; s < n.outputs.size(); ++s)
     shapeData &= s < res->values.size() && res->values[s].has_value();
   for (int id : n.inputs)
-    if (shapeData && id >= 0 && !values[id].term)
-      return llvm::Error::success();
-  // The same node one layer up reads renamed classes: reuse its element maps.
-  const size_t nout = std::min(n.outputs.size(), res->shapes.size());
-  std::optional<MemoKey> key;
-  if (opts.memo && prover.pathDepth() == 0) {
-    key = elementKey(n, values, in, *res);
-    if (auto hit = memo.lookup(*key, classes)) {
-      for (size_t s = 0; s < nout; ++s)
-        values[n.outputs[s]].term = hit->second.apply(hit->first->terms[s]);
+    if (shapeData && id >= 0 && !values[id].term) {
+      remember(*res, false, {});
       return llvm::Error::success();
     }
-  }
-  const unsigned unknownBefore = unknownQueries();
-  std::optional<ClassTable::Recording> rec;
-  if (key)
-    rec.emplace(classes);
+  const size_t nout = std::min(n.outputs.size(), res->shapes.size());
   for (size_t s = 0; s < nout; ++s) {
     const Shape &os = res->shapes[s];
     IndexVec iv = indexVars("i", static_cast<unsigned>(os.rank()));
@@ -185,18 +225,11 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
     // exact either way.
     values[n.outputs[s]].term = termSize(t) <= opts.maxTermNodes ? prover.normalize(t, 0) : t;
   }
-  if (key && rec->reusable() && unknownQueries() == unknownBefore) {
-    NodeMemo::Result r;
-    for (size_t s = 0; s < nout; ++s)
-      r.terms.push_back(values[n.outputs[s]].term);
-    bool complete = true;
-    for (auto &t : r.terms)
-      complete &= t != nullptr;
-    if (complete)
-      memo.store(std::move(*key), rec->consulted(), std::move(r));
-  }
+  std::vector<Term> terms;
+  for (size_t s = 0; s < nout; ++s)
+    terms.push_back(values[n.outputs[s]].term);
+  remember(*res, true, std::move(terms));
   return llvm::Error::success();
 }
-
 
 } // namespace shardproof::relation

@@ -65,8 +65,7 @@ static void attribute(MemoKey &k, const std::string &name, const Attribute &a) {
 // identity; a copy with equal contents is then a miss, never a wrong hit.
 static constexpr size_t kMaxKeyedElements = 256;
 
-MemoKey Session::elementKey(const Node &n, const std::vector<ValueInfo> &values, const OpInputs &in,
-                            const OpResult &res) const {
+MemoKey Session::nodeKey(const Node &n, const std::vector<ValueInfo> &values, const OpInputs &in) const {
   MemoKey k;
   k.str(n.opType);
   k.str(n.domain);
@@ -91,21 +90,6 @@ MemoKey Session::elementKey(const Node &n, const std::vector<ValueInfo> &values,
     else
       tensorData(k, v.data);
   }
-  k.word(res.shapes.size());
-  for (auto &s : res.shapes)
-    k.shape(s);
-  k.word(res.dtypes.size());
-  for (auto d : res.dtypes)
-    k.word(static_cast<uint64_t>(d));
-  k.word(res.values.size());
-  for (auto &v : res.values)
-    intTensor(k, v);
-  k.word(res.aux.size());
-  for (auto a : res.aux)
-    k.word(static_cast<uint64_t>(a));
-  k.word(res.auxExprs.size());
-  for (auto &e : res.auxExprs)
-    k.expr(e);
   return k;
 }
 

@@ -119,6 +119,28 @@ static bool termNamesClasses(const Term &t, std::unordered_set<const TermNode *>
   return false;
 }
 
+// Side conditions and values of data-dependent ops (a Gather's index bounds)
+// read tensor data by class name.
+static bool opNamesClasses(const OpResult &r) {
+  auto names = [](const smt::Expr &e) { return e.isValid() && e.hasApp(); };
+  for (auto &s : r.shapes)
+    for (auto &d : s.dims)
+      if (names(d))
+        return true;
+  for (auto &v : r.values)
+    if (v)
+      for (auto &e : v->vals)
+        if (names(e))
+          return true;
+  for (auto &e : r.auxExprs)
+    if (names(e))
+      return true;
+  for (auto &o : r.obligations)
+    if (names(o.cond))
+      return true;
+  return false;
+}
+
 bool Renaming::bind(ClassId from, ClassId to) {
   auto [it, fresh] = map_.try_emplace(from, to);
   return fresh || it->second == to;
@@ -284,6 +306,8 @@ void NodeMemo::store(MemoKey key, std::vector<ClassId> consulted, Result result)
   for (auto &t : result.terms)
     if (t && termNamesClasses(t, seen))
       return;
+  if (result.op && opNamesClasses(*result.op))
+    return;
   auto &bucket = entries_[key.hash()];
   if (bucket.size() >= 8)
     return; // a hash shared by many different forms: not worth the scan

@@ -23,6 +23,8 @@
 
 #include "Classes.h"
 
+#include "shardproof/ir/Ops.h"
+
 #include <llvm/ADT/DenseMap.h>
 
 #include <cstdint>
@@ -88,6 +90,11 @@ public:
     std::vector<ir::Term> terms;
     uint64_t extra = 0; // caller's data (e.g. a match count)
     std::string text;   // a rendering, class names as placeholders
+    // A node's evaluation: what the op table inferred (shapes, side
+    // conditions naming `node`), and whether `terms` are its element maps.
+    std::optional<ir::OpResult> op;
+    std::string node;
+    bool elements = false;
   };
   /// A stored result whose key has the same form and whose consulted classes
   /// have counterparts under the renaming; the renaming maps its classes.

@@ -97,9 +97,8 @@ struct Session {
                                            const std::vector<ValueInfo> &values, std::string &why);
   /// Evaluates one node with the op table; fills `values` for its outputs.
   llvm::Error evalNode(const ir::Graph &g, const ir::Node &n, std::vector<ValueInfo> &values, int rank);
-  // MemoKeys.cpp: what a node's element maps and a term's cover depend on.
-  MemoKey elementKey(const ir::Node &n, const std::vector<ValueInfo> &values, const ir::OpInputs &in,
-                     const ir::OpResult &res) const;
+  // MemoKeys.cpp: what a node's evaluation and a term's cover depend on.
+  MemoKey nodeKey(const ir::Node &n, const std::vector<ValueInfo> &values, const ir::OpInputs &in) const;
   MemoKey coverKey(const Term &t, const ir::Shape &shape) const;
   void boundValues(ClassId c, const spec::Placement &pl);
   static std::optional<ir::IntTensor> exactValues(const ir::Shape &s, const spec::Placement &pl);
