@@ -157,19 +157,17 @@ int run(const CheckArgs &a, bool infer) {
   auto ref = onnxio::loadModel(spec->reference);
   if (!ref)
     return reportError(ref.takeError());
-  std::vector<ir::Graph> ranks;
-  ranks.reserve(spec->rankPaths.size()); // a Graph is copied, not moved, when the vector grows
-  for (size_t r = 0; r < spec->rankPaths.size(); ++r) {
+  for (size_t r = 0; r < spec->rankPaths.size(); ++r)
     if (!std::filesystem::exists(spec->rankPaths[r]))
       return reportError(userError("rank " + std::to_string(r) + " model '" + spec->rankPaths[r] +
                                        "' does not exist (from `ranks:` with world_size " +
                                        std::to_string(spec->worldSize) + ")",
                                    spec->ranksLoc));
-    auto g = onnxio::loadModel(spec->rankPaths[r]);
-    if (!g)
-      return reportError(g.takeError());
-    ranks.push_back(std::move(*g));
-  }
+  // --jobs also parses the rank files in parallel.
+  auto loaded = onnxio::loadModels(spec->rankPaths, a.jobs);
+  if (!loaded)
+    return reportError(loaded.takeError());
+  std::vector<ir::Graph> ranks = std::move(*loaded);
   double loadSeconds = secondsSince(tLoad);
   relation::Options opts;
   opts.solverTimeoutMs = a.timeoutMs;

@@ -5,11 +5,14 @@
 
 #include "Proto.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <queue>
 #include <sstream>
+#include <thread>
 
 namespace shardproof::onnxio {
 
@@ -242,23 +245,67 @@ private:
 
 } // namespace
 
+// The part of a load that needs no solver state: bytes to a ModelProto.
+// Returns the message of a user error, empty on success.
+static std::string parseBytes(const std::string &bytes, const std::string &displayName, onnx::ModelProto &m) {
+  if (bytes.empty())
+    return displayName + ": the file is empty, not an ONNX model";
+  if (!m.ParseFromString(bytes))
+    return displayName + ": not an ONNX model (the protobuf does not parse)";
+  return "";
+}
+
+static std::string parseFile(const std::string &path, onnx::ModelProto &m) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return path + ": cannot open the file (" + std::strerror(errno) + ")";
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parseBytes(ss.str(), path, m);
+}
+
 llvm::Expected<Graph> loadModelFromBytes(const std::string &bytes, const std::string &displayName,
                                          const LoadOptions &opts) {
   onnx::ModelProto m;
-  if (bytes.empty())
-    return userError(displayName + ": the file is empty, not an ONNX model");
-  if (!m.ParseFromString(bytes))
-    return userError(displayName + ": not an ONNX model (the protobuf does not parse)");
+  if (auto why = parseBytes(bytes, displayName, m); !why.empty())
+    return userError(why);
   return Builder(displayName, opts).build(m);
 }
 
 llvm::Expected<Graph> loadModel(const std::string &path, const LoadOptions &opts) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return userError(path + ": cannot open the file (" + std::strerror(errno) + ")");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return loadModelFromBytes(ss.str(), path, opts);
+  onnx::ModelProto m;
+  if (auto why = parseFile(path, m); !why.empty())
+    return userError(why);
+  return Builder(path, opts).build(m);
+}
+
+llvm::Expected<std::vector<Graph>> loadModels(const std::vector<std::string> &paths, unsigned jobs,
+                                              const LoadOptions &opts) {
+  std::vector<onnx::ModelProto> protos(paths.size());
+  std::vector<std::string> errors(paths.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < paths.size();)
+      errors[i] = parseFile(paths[i], protos[i]);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < std::min<size_t>(std::max(jobs, 1u), paths.size()); ++t)
+    pool.emplace_back(work);
+  work();
+  for (auto &t : pool)
+    t.join();
+  std::vector<Graph> graphs;
+  graphs.reserve(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (!errors[i].empty())
+      return userError(errors[i]);
+    auto g = Builder(paths[i], opts).build(protos[i]);
+    if (!g)
+      return g.takeError();
+    graphs.push_back(std::move(*g));
+    protos[i] = onnx::ModelProto(); // the graph holds what it needs
+  }
+  return graphs;
 }
 
 } // namespace shardproof::onnxio

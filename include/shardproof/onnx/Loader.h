@@ -6,6 +6,7 @@
 #include <llvm/Support/Error.h>
 
 #include <string>
+#include <vector>
 
 namespace shardproof::onnxio {
 
@@ -19,6 +20,13 @@ struct LoadOptions {
 /// a cycle, a dangling tensor name, an input without a shape, ...) come back as
 /// Diag{User} naming the file and the offending node or tensor.
 llvm::Expected<ir::Graph> loadModel(const std::string &path, const LoadOptions &opts = {});
+
+/// Several models, as loadModel each: files are read and their protobufs
+/// parsed on up to `jobs` threads (nothing there touches solver state), then
+/// the graphs are built in order on the calling thread. The error returned is
+/// the first in path order, as a sequential load would give.
+llvm::Expected<std::vector<ir::Graph>> loadModels(const std::vector<std::string> &paths, unsigned jobs,
+                                                  const LoadOptions &opts = {});
 
 /// Same, from bytes in memory (for tests and fuzzing); `displayName` is used in messages.
 llvm::Expected<ir::Graph> loadModelFromBytes(const std::string &bytes, const std::string &displayName,
