@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 using namespace shardproof;
 
@@ -231,4 +234,43 @@ TEST(Loader, ExternalDataIsUnsupportedNotGuessed) {
   auto e = takeError(g.takeError());
   EXPECT_EQ(e.kind, ErrorKind::Unsupported) << e.text;
   EXPECT_NE(e.text.find("external"), std::string::npos) << e.text;
+}
+
+// `check --jobs N` parses the rank files on N threads. The graphs must be the
+// ones a sequential load gives, in path order, and a bad file must be
+// reported as the first in path order, whichever thread met it first.
+TEST(Loader, ParallelLoadGivesTheSequentialGraphsAndFirstError) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(::testing::TempDir()) / ("shardproof-loadmodels-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::vector<std::string> paths;
+  for (int r = 0; r < 5; ++r) {
+    ModelBuilder b;
+    b.input("x", {"batch", std::to_string(r + 1)});
+    b.node("/rank" + std::to_string(r) + "/Relu", "Relu", {"x"}, {"y"});
+    b.output("y");
+    paths.push_back((dir / ("rank" + std::to_string(r) + ".onnx")).string());
+    std::ofstream(paths.back(), std::ios::binary) << b.bytes();
+  }
+  for (unsigned jobs : {1u, 3u, 8u}) {
+    auto gs = onnxio::loadModels(paths, jobs);
+    ASSERT_TRUE(static_cast<bool>(gs)) << shardproof::toString(gs.takeError());
+    ASSERT_EQ(gs->size(), paths.size());
+    for (size_t r = 0; r < paths.size(); ++r) {
+      EXPECT_EQ((*gs)[r].path, paths[r]);
+      EXPECT_EQ((*gs)[r].values[(*gs)[r].inputs[0]].declared->str(), "[batch, " + std::to_string(r + 1) + "]");
+    }
+  }
+  std::ofstream(paths[3], std::ios::binary) << "garbage";
+  std::ofstream(paths[4], std::ios::binary) << "";
+  for (unsigned jobs : {1u, 4u}) {
+    std::string msg = userErrorText([&]() -> llvm::Expected<ir::Graph> {
+      auto gs = onnxio::loadModels(paths, jobs);
+      if (!gs)
+        return gs.takeError();
+      return std::move(gs->front());
+    }());
+    EXPECT_NE(msg.find("rank3.onnx"), std::string::npos) << msg;
+  }
+  fs::remove_all(dir);
 }
