@@ -264,7 +264,8 @@ int main(int argc, char **argv) {
         ->check(CLI::Range(1u, 256u))
         ->capture_default_str();
     cmd->add_flag("--no-memo", a.noMemo,
-                  "Send every solver query and side condition to the solver (no result cache, no deduplication); for comparing verdicts");
+                  "Derive every node afresh (no reuse of an identical layer's work) and send every solver query and "
+                  "side condition to the solver (no result cache, no deduplication); for comparing verdicts");
     cmd->add_flag("--stats", a.stats,
                   "After the report, print node, class, relation and solver counts, the time of each phase "
                   "and the peak memory (also in --json)");

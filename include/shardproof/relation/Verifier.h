@@ -130,8 +130,8 @@ struct Options {
   /// Threads for independent solver work (the obligations); results are the
   /// same for any value.
   unsigned jobs = 1;
-  /// Reuse of earlier work: solver results by formula, obligations by
-  /// formula. Off (`--no-memo`): each query reaches Z3 (the prover's own
+  /// Reuse of earlier work: a node's results for the same node one layer up
+  /// (NodeMemo), solver results by formula, obligations by formula. Off (`--no-memo`): each query reaches Z3 (the prover's own
   /// entailment cache on (path, condition) stays); verdicts must not change.
   bool memo = true;
   /// Called now and then during the check with the phase ("world", "infer",
