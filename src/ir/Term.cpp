@@ -267,10 +267,22 @@ Term mkSelect(smt::Expr cond, Term thenT, Term elseT) {
   return finish(std::move(n));
 }
 
-smt::Expr indexVar(const char *prefix, unsigned d) {
-  return smt::Expr::intVar(std::string(prefix) + "!" + std::to_string(d));
+// The same few variables are asked for at every node: each is built once and
+// kept for the process (like the solver context they live in).
+static smt::Expr cachedVar(const char *prefix, unsigned d) {
+  static auto *cache = new llvm::DenseMap<std::pair<unsigned, unsigned>, smt::Expr>;
+  if (prefix[0] == 0 || prefix[1] != 0 || d >= 256)
+    return smt::Expr::intVar(std::string(prefix) + "!" + std::to_string(d));
+  auto [it, fresh] = cache->try_emplace({static_cast<unsigned char>(prefix[0]), d});
+  if (fresh)
+    it->second = smt::Expr::intVar(std::string(prefix) + "!" + std::to_string(d));
+  return it->second;
 }
-smt::Expr boundVar(int level) { return smt::Expr::intVar("k!" + std::to_string(level)); }
+
+smt::Expr indexVar(const char *prefix, unsigned d) { return cachedVar(prefix, d); }
+smt::Expr boundVar(int level) {
+  return level >= 0 ? cachedVar("k", static_cast<unsigned>(level)) : smt::Expr::intVar("k!" + std::to_string(level));
+}
 IndexVec indexVars(const char *prefix, unsigned rank) {
   IndexVec v;
   for (unsigned d = 0; d < rank; ++d)
