@@ -290,10 +290,12 @@ IndexVec indexVars(const char *prefix, unsigned rank) {
   return v;
 }
 
-bool sameTerm(const Term &a, const Term &b) {
-  if (a == b)
+// Structural equality; `reads` decides each pair of classes read at the same
+// place (nullptr: they must be the same class, and shared subterms are equal).
+static bool sameWalk(const Term &a, const Term &b, const std::function<bool(ClassId, ClassId)> *reads) {
+  if (!reads && a == b)
     return true;
-  if (a->hash != b->hash || a->kind != b->kind || a->args.size() != b->args.size())
+  if ((!reads && a->hash != b->hash) || a->kind != b->kind || a->args.size() != b->args.size())
     return false;
   switch (a->kind) {
   case TermKind::Const:
@@ -301,7 +303,7 @@ bool sameTerm(const Term &a, const Term &b) {
       return false;
     break;
   case TermKind::Read:
-    if (a->cls != b->cls || a->idx.size() != b->idx.size())
+    if (a->idx.size() != b->idx.size() || (reads ? !(*reads)(a->cls, b->cls) : a->cls != b->cls))
       return false;
     for (size_t i = 0; i < a->idx.size(); ++i)
       if (!a->idx[i].same(b->idx[i]))
@@ -321,9 +323,15 @@ bool sameTerm(const Term &a, const Term &b) {
     break;
   }
   for (size_t i = 0; i < a->args.size(); ++i)
-    if (!sameTerm(a->args[i], b->args[i]))
+    if (!sameWalk(a->args[i], b->args[i], reads))
       return false;
   return true;
+}
+
+bool sameTerm(const Term &a, const Term &b) { return sameWalk(a, b, nullptr); }
+
+bool sameTermUpToReads(const Term &a, const Term &b, const std::function<bool(ClassId, ClassId)> &reads) {
+  return sameWalk(a, b, &reads);
 }
 
 // Rebuilds `t` with `f` applied to its expressions and `rec` to its children.

@@ -32,19 +32,10 @@ ClassId ClassTable::add(ClassInfo info) {
   return id;
 }
 
-static bool sameShape(const ir::Shape &a, const ir::Shape &b) {
-  if (a.rank() != b.rank())
-    return false;
-  for (size_t d = 0; d < a.rank(); ++d)
-    if (!a.dims[d].same(b.dims[d]))
-      return false;
-  return true;
-}
-
 ClassId ClassTable::intern(ClassInfo info, bool &created) {
   size_t h = info.def->hash;
   for (ClassId c : byHash_[h]) {
-    if (ir::sameTerm(classes_[c].def, info.def) && sameShape(classes_[c].shape, info.shape)) {
+    if (ir::sameTerm(classes_[c].def, info.def) && classes_[c].shape.same(info.shape)) {
       created = false;
       return c;
     }
@@ -60,7 +51,7 @@ std::optional<ClassId> ClassTable::find(const Term &def, const ir::Shape &shape)
   if (it == byHash_.end())
     return std::nullopt;
   for (ClassId c : it->second)
-    if (ir::sameTerm(classes_[c].def, def) && sameShape(classes_[c].shape, shape))
+    if (ir::sameTerm(classes_[c].def, def) && classes_[c].shape.same(shape))
       return c;
   return std::nullopt;
 }

@@ -152,17 +152,8 @@ Term Renaming::apply(const Term &t) const {
   return renameClasses(t, [this](ClassId c) { return (*this)(c); });
 }
 
-static bool sameDims(const Shape &a, const Shape &b) {
-  if (a.rank() != b.rank())
-    return false;
-  for (size_t d = 0; d < a.rank(); ++d)
-    if (!a.dims[d].same(b.dims[d]))
-      return false;
-  return true;
-}
-
 static bool sameFacts(const ClassInfo &a, const ClassInfo &b) {
-  if (a.kind != b.kind || a.rank != b.rank || !sameDims(a.shape, b.shape) || a.exactValue != b.exactValue ||
+  if (a.kind != b.kind || a.rank != b.rank || !a.shape.same(b.shape) || a.exactValue != b.exactValue ||
       a.abstractedReference != b.abstractedReference || a.dataDims != b.dataDims || a.data != b.data ||
       a.valueRange.has_value() != b.valueRange.has_value() || (a.def == nullptr) != (b.def == nullptr))
     return false;
@@ -183,50 +174,10 @@ struct Extender {
   bool isConsulted(ClassId c) const { return std::binary_search(consulted.begin(), consulted.end(), c); }
 
   // Positional unification of two definitions: equal but for the classes
-  // read, which sigma must map from a's to b's (extended where unmapped).
+  // read, which sigma must map from a's to b's (extended where unmapped; a
+  // subterm both share must read classes sigma fixes).
   bool unify(const Term &a, const Term &b) {
-    if (a.get() == b.get())
-      return sigmaFixes(a); // shared subterm: fine if sigma moves none of its classes
-    if (a->kind != b->kind || a->args.size() != b->args.size())
-      return false;
-    switch (a->kind) {
-    case TermKind::Const:
-      if (a->value != b->value)
-        return false;
-      break;
-    case TermKind::Read:
-      if (a->idx.size() != b->idx.size() || !sigma.bind(a->cls, b->cls))
-        return false;
-      for (size_t i = 0; i < a->idx.size(); ++i)
-        if (!a->idx[i].same(b->idx[i]))
-          return false;
-      break;
-    case TermKind::Apply:
-      if (a->fn != b->fn || a->name != b->name)
-        return false;
-      break;
-    case TermKind::Sum:
-      if (!a->lo.same(b->lo) || !a->hi.same(b->hi) || a->level != b->level || a->red != b->red)
-        return false;
-      break;
-    case TermKind::Select:
-      if (!a->cond.same(b->cond))
-        return false;
-      break;
-    }
-    for (size_t i = 0; i < a->args.size(); ++i)
-      if (!unify(a->args[i], b->args[i]))
-        return false;
-    return true;
-  }
-
-  bool sigmaFixes(const Term &t) {
-    std::vector<ClassId> reads;
-    collectReads(t, reads);
-    for (ClassId r : reads)
-      if (!sigma.bind(r, r))
-        return false;
-    return true;
+    return sameTermUpToReads(a, b, [&](ClassId x, ClassId y) { return sigma.bind(x, y); });
   }
 
   bool settle(ClassId c) {

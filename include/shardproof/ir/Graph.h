@@ -27,6 +27,15 @@ struct Shape {
   llvm::SmallVector<Dim, 4> dims;
   size_t rank() const { return dims.size(); }
   std::string str() const; // "[batch, seq, 8]"
+  /// The same dims, as hash-consed expressions (no solver call).
+  bool same(const Shape &o) const {
+    if (rank() != o.rank())
+      return false;
+    for (size_t d = 0; d < rank(); ++d)
+      if (!dims[d].same(o.dims[d]))
+        return false;
+    return true;
+  }
 };
 
 /// The contents of an initializer or Constant: kept as doubles and int64s (for

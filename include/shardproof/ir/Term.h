@@ -91,6 +91,9 @@ IndexVec indexVars(const char *prefix, unsigned rank);
 
 /// Structural equality (index expressions compared as hash-consed ASTs).
 bool sameTerm(const Term &a, const Term &b);
+/// The same, except that classes read at the same place need only satisfy
+/// `reads(a's class, b's class)` (a renaming being built, say).
+bool sameTermUpToReads(const Term &a, const Term &b, const std::function<bool(ClassId, ClassId)> &reads);
 
 /// Renames every binder at depth >= `from` by `delta` levels.
 Term relevel(const Term &t, int from, int delta);
