@@ -29,6 +29,8 @@ struct ClassInfo {
   std::optional<std::pair<smt::Expr, smt::Expr>> valueRange;
   /// `value: E` / `fill: E` in the spec: every element is valueRange->first.
   bool exactValue = false;
+  /// `elements: [E0, ...]`: element i of this 1-D leaf is elements[i].
+  std::vector<smt::Expr> elements;
   std::vector<int64_t> dataDims;
   /// Leaf standing for a reference tensor that no rank computes and whose term
   /// outgrew maxTermNodes: downstream terms read it instead of repeating that

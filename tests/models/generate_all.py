@@ -19,6 +19,7 @@ import sp  # noqa: E402
 import tp8  # noqa: E402
 import split  # noqa: E402
 import padding  # noqa: E402
+import intsplit  # noqa: E402
 
 
 def main():
@@ -37,6 +38,7 @@ def main():
     tp8.generate(out)
     split.generate(out)
     padding.generate(out)
+    intsplit.generate(out)
 
 
 if __name__ == "__main__":

@@ -116,6 +116,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"seq_balanced_ingraph_tp3.yaml", 0, "VERIFIED"},
         Case{"seq_floor_ingraph_tp3.yaml", 1, "y: REFUTED (dim 1 is 0 (at batch=1, seq=1, rank 0) on the implementation"},
         Case{"seq_floor_ingraph_div3_tp3.yaml", 0, "VERIFIED"},
+        // The same cuts from a length passed as data (`seq_len: {value: seq}`),
+        // with integer Div (truncating) and Mod (Python's sign) on it.
+        Case{"seqlen_balanced_tp3.yaml", 0, "VERIFIED"},
+        Case{"seqlen_floor_tp3.yaml", 1, "y: REFUTED (dim 1 is 0 (at batch=1, seq=1, rank 0) on the implementation"},
+        Case{"seqlen_floor_div3_tp3.yaml", 0, "VERIFIED"},
         // Position offsets that assume equal shards: wrong only where shards differ.
         Case{"seq_pos_even_tp3.yaml", 0, "VERIFIED"},
         Case{"seq_pos_chunk_tp3.yaml", 1, "counterexample: batch=1, seq=5, /mlp/fc1/MatMul_output_0[0, 4, 0]"},

@@ -315,3 +315,52 @@ TEST(OpTable, UnknownOpsAreNotGuessed) {
   EXPECT_NE(lookupOp("com.microsoft", "AllReduce"), nullptr);
   EXPECT_EQ(lookupOp("com.microsoft", "MatMul"), nullptr) << "domains are not interchangeable";
 }
+
+// Integer Div is ONNX's truncating division, a named function of its operands
+// (IndexValue.cpp follows it on data); float Div stays real division.
+TEST(IndexMap, IntegerDivIsTruncatingDivisionAndFloatDivIsReal) {
+  Apply i("Div", {shape({num(4)}), shape({})}, {}, {}, 1, DType::Int64);
+  EXPECT_EQ(i.element(), "Div(in0[i!0], in1[])");
+  Apply f("Div", {shape({num(4)}), shape({})});
+  EXPECT_EQ(f.element(), "(in0[i!0] * recip(in1[]))");
+}
+
+TEST(IndexMap, ModIsPythonsModOrWithFmodCsFmod) {
+  Apply py("Mod", {shape({num(4)}), shape({})}, {}, {}, 1, DType::Int64);
+  EXPECT_EQ(py.element(), "Mod(in0[i!0], in1[])");
+  Apply c("Mod", {shape({num(4)}), shape({})}, {{"fmod", intAttr(1)}}, {}, 1, DType::Int64);
+  EXPECT_EQ(c.element(), "FMod(in0[i!0], in1[])");
+  Apply f("Mod", {shape({num(4)}), shape({})}, {{"fmod", intAttr(1)}});
+  EXPECT_EQ(f.element(), "FMod(in0[i!0], in1[])"); // C fmod on floats too
+}
+
+TEST(IndexMap, ModAttributesOutsideOnnxAreErrors) {
+  Apply floatPy("Mod", {shape({num(4)}), shape({})}); // fmod=0 is for integers
+  EXPECT_NE(floatPy.error.find("Mod with fmod=0 is for integer tensors"), std::string::npos) << floatPy.error;
+  Apply two("Mod", {shape({num(4)}), shape({})}, {{"fmod", intAttr(2)}}, {}, 1, DType::Int64);
+  EXPECT_NE(two.error.find("fmod must be 0 or 1, not 2"), std::string::npos) << two.error;
+}
+
+// Shape arithmetic: -7 // 2 is -3 in ONNX (not Python's -4); -7 % 2 is 1
+// (Python's sign), with fmod=1 -1; a divisor that may be 0 is an obligation.
+TEST(ShapeValues, IntegerDivAndModFoldWithOnnxSigns) {
+  auto fold = [](const char *op, std::map<std::string, Attribute> attrs, IntTensor a, IntTensor b) {
+    Apply x(op, {shape({num(static_cast<int64_t>(a.size()))}), shape({})}, attrs, {a, b}, 1, DType::Int64);
+    EXPECT_TRUE(x.result.has_value()) << x.error;
+    return x.result ? foldIntValues(x.inputs(), *x.result, 0) : std::nullopt;
+  };
+  auto q = fold("Div", {}, ints({-7, 7}), scalar(num(2)));
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->vals[0].asInt(), -3);
+  EXPECT_EQ(q->vals[1].asInt(), 3);
+  auto m = fold("Mod", {}, ints({-7, 7}), scalar(num(-2)));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->vals[0].asInt(), -1);
+  EXPECT_EQ(m->vals[1].asInt(), -1);
+  auto f = fold("Mod", {{"fmod", intAttr(1)}}, ints({-7, 7}), scalar(num(-2)));
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->vals[0].asInt(), -1);
+  EXPECT_EQ(f->vals[1].asInt(), 1);
+  Apply byN("Div", {shape({}), shape({})}, {}, {scalar(num(6)), scalar(sym("n"))}, 1, DType::Int64);
+  EXPECT_EQ(byN.obligations(), std::vector<std::string>{"n != 0"});
+}
