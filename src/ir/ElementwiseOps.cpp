@@ -160,7 +160,7 @@ Term cast(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, 
   // condition, so a product with it is a masked term the prover splits.
   if (from == DType::Bool && to != DType::Bool && in.indexValue)
     if (auto v = in.indexValue(x))
-      return mkSelect(*v != smt::Expr::intConst(0), mkConst(1), mkConst(0));
+      return mkMaskSelect(*v != smt::Expr::intConst(0), mkConst(1), mkConst(0));
   if (isFloating(to) || (!isFloating(from) && to != DType::Bool))
     return x;
   return mkApply(Fn::Opaque, {x}, std::string("Cast:") + toString(to));

@@ -251,6 +251,23 @@ Term mkReduce(Fn op, int level, smt::Expr lo, smt::Expr hi, Term body) {
   return finish(std::move(n));
 }
 
+static Term liftIte(const smt::Expr &c, const Term &a, const Term &b, int budget) {
+  if (auto v = c.asBool())
+    return *v ? a : b;
+  if (budget > 0)
+    if (auto it = c.findIntIte())
+      if (auto parts = it->asIte()) {
+        auto &[p, x, y] = *parts;
+        return mkSelect(p, liftIte(c.substitute({*it}, {x}).simplify(), a, b, budget - 1),
+                        liftIte(c.substitute({*it}, {y}).simplify(), a, b, budget - 1));
+      }
+  return mkSelect(c, a, b);
+}
+
+Term mkMaskSelect(const smt::Expr &cond, Term thenT, Term elseT) {
+  return liftIte(cond.simplify(), thenT, elseT, 3);
+}
+
 Term mkSelect(smt::Expr cond, Term thenT, Term elseT) {
   cond = cond.simplify();
   if (auto b = cond.asBool())

@@ -88,6 +88,8 @@ struct Session {
   llvm::Error evalNode(const ir::Graph &g, const ir::Node &n, std::vector<ValueInfo> &values, int rank);
   void boundValues(ClassId c, const spec::Placement &pl);
   static std::optional<ir::IntTensor> exactValues(const ir::Shape &s, const spec::Placement &pl);
+  llvm::Error bindRelationLeaves(const spec::RelExpr &e);
+  llvm::Error checkElementCount(const std::string &name, const ir::Shape &shape, const spec::Placement &pl);
   Term valueTerm(ClassId c, const spec::Placement &pl);
   /// A leaf class for input `name` of this shape, shared by every rank, with
   /// the spec's value range or binding: the term every rank reads it by.

@@ -20,6 +20,7 @@ import tp8  # noqa: E402
 import split  # noqa: E402
 import padding  # noqa: E402
 import intsplit  # noqa: E402
+import varlen  # noqa: E402
 
 
 def main():
@@ -39,6 +40,7 @@ def main():
     split.generate(out)
     padding.generate(out)
     intsplit.generate(out)
+    varlen.generate(out)
 
 
 if __name__ == "__main__":

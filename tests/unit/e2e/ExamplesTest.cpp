@@ -121,6 +121,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"seqlen_balanced_tp3.yaml", 0, "VERIFIED"},
         Case{"seqlen_floor_tp3.yaml", 1, "y: REFUTED (dim 1 is 0 (at batch=1, seq=1, rank 0) on the implementation"},
         Case{"seqlen_floor_div3_tp3.yaml", 0, "VERIFIED"},
+        // Packed variable-length sequences: a block-diagonal mask from the
+        // offsets `cu_seqlens: {elements: [0, s1, s1 + s2]}`.
+        Case{"varlen_ok.yaml", 0, "VERIFIED"},
+        Case{"varlen_offbyone.yaml", 1, "counterexample: s1=1, s2=1, total=2, y1[0, 0]"},
         // Position offsets that assume equal shards: wrong only where shards differ.
         Case{"seq_pos_even_tp3.yaml", 0, "VERIFIED"},
         Case{"seq_pos_chunk_tp3.yaml", 1, "counterexample: batch=1, seq=5, /mlp/fc1/MatMul_output_0[0, 4, 0]"},
