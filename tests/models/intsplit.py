@@ -11,7 +11,19 @@ toward zero) and `%` as Mod (fmod=0, Python's sign).
   q + (r < rem) rows. Correct for every seq.
 - bug `seqlen_floor`: q = seq_len // 3 rows each from r*q, so the last
   seq % 3 rows are never computed. Correct exactly when 3 divides seq.
+
+Block-local attention with integer `//` and `%` on positions (`blockattn_*`,
+world size 1): single-head attention (d = 8) where a query sees only the keys
+of its block of 4 positions, block(t) = t // 4. The reference runs on exactly
+`seq` rows; the implementation on a batch padded to `padded` rows with the
+true length as data (`seq_len`) and a key mask arange(padded) < seq_len too.
+- `blockattn_ok`: correct for every padded >= seq.
+- bug `blockattn_mod`: the block id taken as t % 4 (the offset inside the
+  block, the `idx // heads` vs `idx % heads` confusion): strided instead of
+  local attention, wrong from seq = 2.
 """
+import math
+
 import torch
 from torch import nn
 
@@ -42,8 +54,38 @@ class SeqLenRows(nn.Module):
         return all_gather(y, 1, WORLD)
 
 
+D_ATTN, BLOCK = 8, 4
+
+
+class BlockAttention(nn.Module):
+    def __init__(self, padded, mod_bug=False):
+        super().__init__()
+        self.padded, self.mod_bug = padded, mod_bug
+
+    def forward(self, x, wq, wk, wv, seq_len=None):
+        pos = torch.arange(x.shape[1])
+        s = (x @ wq) @ (x @ wk).transpose(1, 2) / math.sqrt(D_ATTN)
+        block = pos % BLOCK if self.mod_bug else pos // BLOCK
+        s = s.masked_fill(block[:, None] != block[None, :], float("-inf"))
+        if self.padded:
+            s = s.masked_fill(~(pos < seq_len), float("-inf"))
+        return torch.softmax(s, dim=-1) @ (x @ wv)
+
+
+def generate_block_attention(out):
+    w = [torch.randn(D_ATTN, D_ATTN) for _ in range(3)]
+    names = ["x", "wq", "wk", "wv"]
+    export(BlockAttention(False), (torch.randn(2, 6, D_ATTN), *w), names, ["y"],
+           {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}, f"{out}/blockattn_ref.onnx")
+    padded = {"x": {0: "batch", 1: "padded"}, "y": {0: "batch", 1: "padded"}}
+    for name, bug in (("ok", False), ("mod", True)):
+        export(BlockAttention(True, bug), (torch.randn(2, 6, D_ATTN), *w, torch.tensor(5)), names + ["seq_len"],
+               ["y"], padded, f"{out}/blockattn_{name}.onnx")
+
+
 def generate(out):
     args = mlp._args(16, 16, batch=2, seq=7) + (torch.tensor(7),)
     for r in range(WORLD):
         for name, balanced in (("seqlen_balanced", True), ("seqlen_floor", False)):
             export(SeqLenRows(r, balanced), args, NAMES, ["y"], mlp.DYNAMIC, f"{out}/{name}_rank{r}.onnx")
+    generate_block_attention(out)

@@ -125,6 +125,10 @@ INSTANTIATE_TEST_SUITE_P(
         // offsets `cu_seqlens: {elements: [0, s1, s1 + s2]}`.
         Case{"varlen_ok.yaml", 0, "VERIFIED"},
         Case{"varlen_offbyone.yaml", 1, "counterexample: s1=1, s2=1, total=2, y1[0, 0]"},
+        // Block-local attention: block(t) = t // 4 on positions (integer Div on
+        // data); the block id taken as t % 4 is strided attention instead.
+        Case{"blockattn_ok.yaml", 0, "VERIFIED"},
+        Case{"blockattn_mod.yaml", 1, "counterexample: batch=1, padded=2, seq=2, y[0, 0, 0]"},
         // Position offsets that assume equal shards: wrong only where shards differ.
         Case{"seq_pos_even_tp3.yaml", 0, "VERIFIED"},
         Case{"seq_pos_chunk_tp3.yaml", 1, "counterexample: batch=1, seq=5, /mlp/fc1/MatMul_output_0[0, 4, 0]"},
