@@ -344,6 +344,42 @@ std::optional<Expr> Expr::findIntIte() const {
   return std::nullopt;
 }
 
+static bool isIntComparison(Z3_ast a) {
+  switch (declKind(a)) {
+  case Z3_OP_LE: case Z3_OP_LT: case Z3_OP_GE: case Z3_OP_GT: case Z3_OP_EQ: case Z3_OP_DISTINCT: {
+    auto args = argsOf(a);
+    return !args.empty() && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), args[0])) == Z3_INT_SORT;
+  }
+  default: return false;
+  }
+}
+
+std::optional<Expr> Expr::findAtom() const {
+  if (!ast_ || isIntComparison(ast_))
+    return std::nullopt;
+  if (auto n = asNot(); n && isIntComparison(n->raw()))
+    return std::nullopt;
+  std::vector<Z3_ast> todo{ast_};
+  while (!todo.empty()) {
+    Z3_ast a = todo.back();
+    todo.pop_back();
+    if (isIntComparison(a))
+      return Expr(a);
+    switch (declKind(a)) {
+    case Z3_OP_AND: case Z3_OP_OR: case Z3_OP_NOT: case Z3_OP_IMPLIES: case Z3_OP_IFF: case Z3_OP_XOR:
+    case Z3_OP_EQ: case Z3_OP_ITE: {
+      auto args = argsOf(a);
+      for (size_t i = args.size(); i-- > 0;)
+        if (Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), args[i])) == Z3_BOOL_SORT)
+          todo.push_back(args[i]);
+      break;
+    }
+    default: break;
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<Expr> Expr::conjuncts() const {
   if (!ast_)
     return {};

@@ -65,6 +65,10 @@ public:
   std::optional<std::tuple<Expr, Expr, Expr>> asIte() const;
   /// The first integer-valued `ite` inside this expression (pre-order), if any.
   std::optional<Expr> findIntIte() const;
+  /// In a boolean combination (and, or, not, implies, iff, xor, ite) of
+  /// integer comparisons: the first comparison (pre-order). Nothing when this
+  /// is itself a comparison or the negation of one.
+  std::optional<Expr> findAtom() const;
   /// If this is a conjunction, its conjuncts.
   std::vector<Expr> conjuncts() const;
 

@@ -1,20 +1,20 @@
-"""Packed variable-length sequences (flash-attention's varlen layout): two
-sequences of s1 and s2 tokens packed into one tensor x of s1 + s2 rows, with
-their offsets passed as data, `cu_seqlens = [0, s1, s1 + s2]` (int64; the spec
-binds it with `elements:`). Each token may only attend to the tokens of its own
+"""Packed variable-length sequences (flash-attention's varlen layout): three
+sequences of s1, s2 and s3 tokens packed into one tensor x of s1 + s2 + s3
+rows, with their offsets passed as data, `cu_seqlens = [0, s1, s1 + s2,
+s1 + s2 + s3]` (int64; the spec binds it with `elements:`). Each token may only attend to the tokens of its own
 sequence: a block-diagonal key mask built from the offsets.
 
 The reference runs single-head attention (d = 8, weights as inputs) on each
-sequence separately: y1 = attn(x1), y2 = attn(x2).
+sequence separately: y1 = attn(x1), y2 = attn(x2), y3 = attn(x3).
 
 Implementations (`varlen_<name>.onnx`, world size 1), token t's sequence is
 seg(t) = #{k >= 1 : cu_seqlens[k] <= t} (searchsorted(cu_seqlens, t,
 right=True) - 1, unrolled over the interior offsets), and the mask keeps
 seg(q) == seg(k):
-- `ok`: correct for every s1, s2 >= 1.
+- `ok`: correct for every s1, s2, s3 >= 1.
 - bug `offbyone`: seg counts offsets strictly below t (searchsorted with
-  right=False), so the first token of the second sequence is counted in the
-  first: it attends to every token of the first sequence (and they to it).
+  right=False), so the first token of each later sequence is counted in the
+  one before: it attends to every token of that sequence (and they to it).
 """
 import math
 
@@ -24,7 +24,7 @@ from torch import nn
 from export import export
 
 D = 8
-NSEQ = 2
+NSEQ = 3
 
 
 def attention(x, wq, wk, wv, keep=None):
@@ -35,8 +35,8 @@ def attention(x, wq, wk, wv, keep=None):
 
 
 class Reference(nn.Module):
-    def forward(self, x1, x2, wq, wk, wv):
-        return attention(x1, wq, wk, wv), attention(x2, wq, wk, wv)
+    def forward(self, x1, x2, x3, wq, wk, wv):
+        return attention(x1, wq, wk, wv), attention(x2, wq, wk, wv), attention(x3, wq, wk, wv)
 
 
 class Packed(nn.Module):
@@ -56,8 +56,9 @@ class Packed(nn.Module):
 
 def generate(out):
     w = [torch.randn(D, D) for _ in range(3)]
-    export(Reference(), (torch.randn(3, D), torch.randn(4, D), *w), ["x1", "x2", "wq", "wk", "wv"], ["y1", "y2"],
-           {"x1": {0: "s1"}, "x2": {0: "s2"}, "y1": {0: "s1"}, "y2": {0: "s2"}}, f"{out}/varlen_ref.onnx")
+    dynamic = {f"{t}{i}": {0: f"s{i}"} for t in "xy" for i in (1, 2, 3)}
+    export(Reference(), (torch.randn(3, D), torch.randn(4, D), torch.randn(2, D), *w),
+           ["x1", "x2", "x3", "wq", "wk", "wv"], ["y1", "y2", "y3"], dynamic, f"{out}/varlen_ref.onnx")
     for name, right in (("ok", True), ("offbyone", False)):
-        export(Packed(right), (torch.randn(7, D), torch.tensor([0, 3, 7]), *w), ["x", "cu_seqlens", "wq", "wk", "wv"],
+        export(Packed(right), (torch.randn(9, D), torch.tensor([0, 3, 7, 9]), *w), ["x", "cu_seqlens", "wq", "wk", "wv"],
                ["y"], {"x": {0: "total"}, "y": {0: "total"}}, f"{out}/varlen_{name}.onnx")

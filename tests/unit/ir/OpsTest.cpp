@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 using namespace shardproof;
 using namespace shardproof::ir;
@@ -363,4 +364,36 @@ TEST(ShapeValues, IntegerDivAndModFoldWithOnnxSigns) {
   EXPECT_EQ(f->vals[1].asInt(), 1);
   Apply byN("Div", {shape({}), shape({})}, {}, {scalar(num(6)), scalar(sym("n"))}, 1, DType::Int64);
   EXPECT_EQ(byN.obligations(), std::vector<std::string>{"n != 0"});
+}
+
+// Packed sequences: the mask seg(q) == seg(k), seg(t) = #{c in offsets : c <= t},
+// becomes nested Selects whose every condition is one comparison (what a sum
+// over k splits on), and each leaf is right.
+TEST(Terms, ASequenceIdMaskBecomesSelectsOnSingleComparisons) {
+  Expr q = sym("q"), k = sym("k"), c1 = sym("c1"), c2 = sym("c2");
+  auto seg = [&](const Expr &t) { return ite(c1 <= t, num(1), num(0)) + ite(c2 <= t, num(1), num(0)); };
+  Term t = mkMaskSelect(seg(q) == seg(k), mkConst(1), mkConst(0));
+  std::function<void(const Term &)> walk = [&](const Term &x) {
+    if (x->kind != TermKind::Select)
+      return;
+    Expr cnd = x->cond.asNot() ? *x->cond.asNot() : x->cond;
+    EXPECT_TRUE(cnd.asCmp().has_value()) << x->cond.str();
+    walk(x->args[0]);
+    walk(x->args[1]);
+  };
+  walk(t);
+  // Evaluate the tree at a few points (offsets 2 and 5) against the definition.
+  auto at = [&](int64_t qv, int64_t kv) {
+    Term x = t;
+    Expr::Env env = [&](const std::string &n) -> std::optional<int64_t> {
+      return n == "q" ? qv : n == "k" ? kv : n == "c1" ? 2 : 5;
+    };
+    while (x->kind == TermKind::Select)
+      x = x->cond.eval(env).value_or(0) ? x->args[0] : x->args[1];
+    return x->value;
+  };
+  auto segOf = [](int64_t v) { return (v >= 2) + (v >= 5); };
+  for (int64_t qv = 0; qv < 7; ++qv)
+    for (int64_t kv = 0; kv < 7; ++kv)
+      EXPECT_EQ(at(qv, kv), segOf(qv) == segOf(kv) ? 1 : 0) << qv << ", " << kv;
 }
