@@ -318,6 +318,68 @@ std::optional<Expr> Expr::asNot() const {
   return Expr(argsOf(ast_)[0]);
 }
 
+std::optional<std::tuple<Expr, Expr, Expr>> Expr::asIte() const {
+  if (!ast_ || declKind(ast_) != Z3_OP_ITE)
+    return std::nullopt;
+  auto a = argsOf(ast_);
+  return std::make_tuple(Expr(a[0]), Expr(a[1]), Expr(a[2]));
+}
+
+std::optional<Expr> Expr::findIntIte() const {
+  if (!ast_)
+    return std::nullopt;
+  std::set<unsigned> seen;
+  std::vector<Z3_ast> todo{ast_};
+  while (!todo.empty()) {
+    Z3_ast a = todo.back();
+    todo.pop_back();
+    if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || !seen.insert(Z3_get_ast_id(ctx(), a)).second)
+      continue;
+    if (declKind(a) == Z3_OP_ITE && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), a)) == Z3_INT_SORT)
+      return Expr(a);
+    auto args = argsOf(a);
+    for (size_t i = args.size(); i-- > 0;)
+      todo.push_back(args[i]);
+  }
+  return std::nullopt;
+}
+
+static bool isIntComparison(Z3_ast a) {
+  switch (declKind(a)) {
+  case Z3_OP_LE: case Z3_OP_LT: case Z3_OP_GE: case Z3_OP_GT: case Z3_OP_EQ: case Z3_OP_DISTINCT: {
+    auto args = argsOf(a);
+    return !args.empty() && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), args[0])) == Z3_INT_SORT;
+  }
+  default: return false;
+  }
+}
+
+std::optional<Expr> Expr::findAtom() const {
+  if (!ast_ || isIntComparison(ast_))
+    return std::nullopt;
+  if (auto n = asNot(); n && isIntComparison(n->raw()))
+    return std::nullopt;
+  std::vector<Z3_ast> todo{ast_};
+  while (!todo.empty()) {
+    Z3_ast a = todo.back();
+    todo.pop_back();
+    if (isIntComparison(a))
+      return Expr(a);
+    switch (declKind(a)) {
+    case Z3_OP_AND: case Z3_OP_OR: case Z3_OP_NOT: case Z3_OP_IMPLIES: case Z3_OP_IFF: case Z3_OP_XOR:
+    case Z3_OP_EQ: case Z3_OP_ITE: {
+      auto args = argsOf(a);
+      for (size_t i = args.size(); i-- > 0;)
+        if (Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), args[i])) == Z3_BOOL_SORT)
+          todo.push_back(args[i]);
+      break;
+    }
+    default: break;
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<Expr> Expr::conjuncts() const {
   if (!ast_)
     return {};
@@ -425,6 +487,72 @@ Expr mod(const Expr &a, const Expr &b) {
   return Expr::fromRaw(Z3_mk_mod(ctx(), a.raw(), b.raw()));
 }
 Expr ceilDiv(const Expr &a, const Expr &b) { return floorDiv(a + b - Expr::intConst(1), b); }
+
+// Z3's own (Euclidean) div and mod: a = b*q + r with 0 <= r < |b|, folded the
+// same way on numerals.
+static Expr euclid(const Expr &a, const Expr &b, bool wantMod) {
+  auto x = a.asInt(), y = b.asInt();
+  if (x && y && *y != 0 && *y != INT64_MIN) {
+    int64_t m = *y < 0 ? -*y : *y;
+    int64_t r = *x % m, d;
+    if (r < 0)
+      r += m;
+    if (wantMod)
+      return Expr::intConst(r);
+    if (!__builtin_sub_overflow(*x, r, &d) && !(d == INT64_MIN && *y == -1))
+      return Expr::intConst(d / *y);
+  }
+  return Expr::fromRaw(wantMod ? Z3_mk_mod(ctx(), a.raw(), b.raw()) : Z3_mk_div(ctx(), a.raw(), b.raw()));
+}
+
+static bool divisorUsable(const Expr &a, const Expr &b) {
+  if (!bothValid(a, b))
+    return false;
+  auto y = b.asInt();
+  return !(y && *y == 0);
+}
+
+Expr truncDiv(const Expr &a, const Expr &b, bool aNonNegative) {
+  if (!divisorUsable(a, b))
+    return Expr();
+  auto x = a.asInt(), y = b.asInt();
+  if (x && y && !(*x == INT64_MIN && *y == -1))
+    return Expr::intConst(*x / *y); // C++ division truncates
+  if (y && *y == 1)
+    return a;
+  // a >= 0: Euclid's q is trunc(a / b) for either sign of b; a < 0: -trunc(-a / b).
+  if (aNonNegative || (x && *x >= 0))
+    return euclid(a, b, false);
+  Expr zero = Expr::intConst(0);
+  return ite(a >= zero, euclid(a, b, false), -euclid(-a, b, false));
+}
+
+Expr truncMod(const Expr &a, const Expr &b, bool aNonNegative) {
+  if (!divisorUsable(a, b))
+    return Expr();
+  auto x = a.asInt(), y = b.asInt();
+  if (x && y)
+    return Expr::intConst(*y == -1 ? 0 : *x % *y); // C++ % has the dividend's sign
+  if (aNonNegative || (x && *x >= 0))
+    return euclid(a, b, true);
+  Expr zero = Expr::intConst(0);
+  return ite(a >= zero, euclid(a, b, true), -euclid(-a, b, true));
+}
+
+Expr floorModSigned(const Expr &a, const Expr &b, bool aNonNegative) {
+  (void)aNonNegative; // the divisor's sign decides, not the dividend's
+  if (!divisorUsable(a, b))
+    return Expr();
+  auto x = a.asInt(), y = b.asInt();
+  if (int64_t r; x && y && foldFloorMod(*x, *y, r))
+    return Expr::intConst(r);
+  // Euclid's r is in [0, |b|): the answer for b > 0; for b < 0, r + b unless r is 0.
+  Expr r = euclid(a, b, true), zero = Expr::intConst(0);
+  Expr negative = ite(r == zero, zero, r + b);
+  if (y)
+    return *y > 0 ? r : negative;
+  return ite(b > zero, r, negative);
+}
 Expr min(const Expr &a, const Expr &b) {
   if (!bothValid(a, b))
     return Expr();

@@ -61,6 +61,14 @@ public:
   std::optional<std::tuple<Cmp, Expr, Expr>> asCmp() const;
   /// If this is `!x`, x.
   std::optional<Expr> asNot() const;
+  /// If this is `ite(c, t, e)`: c, t and e.
+  std::optional<std::tuple<Expr, Expr, Expr>> asIte() const;
+  /// The first integer-valued `ite` inside this expression (pre-order), if any.
+  std::optional<Expr> findIntIte() const;
+  /// In a boolean combination (and, or, not, implies, iff, xor, ite) of
+  /// integer comparisons: the first comparison (pre-order). Nothing when this
+  /// is itself a comparison or the negation of one.
+  std::optional<Expr> findAtom() const;
   /// If this is a conjunction, its conjuncts.
   std::vector<Expr> conjuncts() const;
 
@@ -117,6 +125,17 @@ Expr operator*(const Expr &a, const Expr &b);
 Expr floorDiv(const Expr &a, const Expr &b);
 Expr mod(const Expr &a, const Expr &b);
 Expr ceilDiv(const Expr &a, const Expr &b);
+// ONNX's integer Div and Mod, exact for every sign (b != 0 is the caller's
+// obligation; a constant 0 divisor gives an invalid Expr). Z3's div/mod are
+// Euclidean, so the signs are spelled out with ite unless `aNonNegative` says
+// the dividend is >= 0, where truncDiv and truncMod are Euclid's (floorModSigned
+// depends on the divisor's sign only).
+/// Division truncating toward zero (C, ONNX integer Div): -7 / 2 = -3.
+Expr truncDiv(const Expr &a, const Expr &b, bool aNonNegative = false);
+/// Remainder with the dividend's sign (C fmod, ONNX Mod fmod=1): -7 % 2 = -1.
+Expr truncMod(const Expr &a, const Expr &b, bool aNonNegative = false);
+/// Remainder with the divisor's sign (Python %, ONNX Mod fmod=0): -7 % 2 = 1, 7 % -2 = -1.
+Expr floorModSigned(const Expr &a, const Expr &b, bool aNonNegative = false);
 Expr min(const Expr &a, const Expr &b);
 Expr max(const Expr &a, const Expr &b);
 Expr operator+(const Expr &a, int64_t b);

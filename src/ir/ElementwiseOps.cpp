@@ -1,6 +1,8 @@
 // Elementwise operators: unary functions, broadcast binary arithmetic, casts.
 #include "shardproof/ir/Ops.h"
 
+#include <cmath>
+
 namespace shardproof::ir {
 namespace {
 
@@ -83,9 +85,77 @@ Term add(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, c
   }
 BINARY(sub, mkSub(a, b))
 BINARY(mul, mkMul({a, b}))
-BINARY(divide, mkDiv(a, b))
 BINARY(power, (b->kind == TermKind::Const && b->value == 1) ? a : mkApply(Fn::Pow, {a, b}))
 #undef BINARY
+
+// --- Integer Div and Mod ------------------------------------------------------
+// ONNX integer Div truncates toward zero; Mod with fmod=0 (integers only) is
+// Python's % (the divisor's sign), with fmod=1 C's fmod (the dividend's sign,
+// integers and floats). Float Div stays real division. The element is the
+// named function "Div" / "Mod" / "FMod" of its operands, which IndexValue.cpp
+// follows exactly on integer data and Eval.cpp computes on numbers.
+bool integerTyped(const OpInputs &in) {
+  return !in.dtypes.empty() && !isFloating(in.dtypes[0]) && in.dtypes[0] != DType::Other;
+}
+
+const char *divModName(const OpInputs &in) {
+  if (in.node.opType == "Div")
+    return "Div";
+  return attrInt(in.node, "fmod", 0) == 1 ? "FMod" : "Mod";
+}
+
+llvm::Expected<OpResult> inferDivMod(const OpInputs &in) {
+  auto r = broadcastResult(in, in.dtypes.empty() ? DType::Other : in.dtypes[0]);
+  if (!r)
+    return r;
+  if (in.node.opType == "Mod") {
+    int64_t fmod = attrInt(in.node, "fmod", 0);
+    if (fmod != 0 && fmod != 1)
+      return userError("node " + describe(in.node) + ": Mod's fmod must be 0 or 1, not " + std::to_string(fmod));
+    if (fmod == 0 && !integerTyped(in))
+      return userError("node " + describe(in.node) + ": Mod with fmod=0 is for integer tensors (floats need fmod=1)");
+  }
+  if (!integerTyped(in))
+    return r;
+  // Integer division by zero is undefined: every divisor whose value is known
+  // must be nonzero at every admissible size (an obligation, like a bound).
+  std::string what = "the divisor of " + describe(in.node) + " is not 0";
+  if (in.values.size() > 1 && in.values[1]) {
+    for (auto &v : in.values[1]->vals)
+      if (!(v.asInt() && *v.asInt() != 0))
+        r->obligations.push_back({what, v != smt::Expr::intConst(0)});
+  } else if (in.inputValue && in.has(1)) {
+    IndexVec pos = indexVars("g", static_cast<unsigned>(in.shapes[1]->rank()));
+    if (auto v = in.inputValue(1, pos); v && !(v->asInt() && *v->asInt() != 0)) {
+      std::vector<smt::Expr> inside;
+      for (size_t d = 0; d < pos.size(); ++d)
+        inside.push_back(inRange(pos[d], smt::Expr::intConst(0), in.shapes[1]->dims[d]));
+      r->obligations.push_back({what, smt::implies(smt::conj(inside), *v != smt::Expr::intConst(0))});
+    }
+  }
+  return r;
+}
+
+// Folds numbers (as the graph computes them); otherwise the named function.
+Term divModLeaves(const char *name, const Term &a, const Term &b) {
+  if (a->kind == TermKind::Const && b->kind == TermKind::Const && b->value != 0 &&
+      a->value == std::trunc(a->value) && b->value == std::trunc(b->value) && std::abs(a->value) < 1e15 &&
+      std::abs(b->value) < 1e15) {
+    auto x = static_cast<int64_t>(a->value), y = static_cast<int64_t>(b->value);
+    int64_t q = x / y, rem = x % y;
+    if (std::string(name) == "Mod" && rem != 0 && ((rem < 0) != (y < 0)))
+      rem += y;
+    return mkConst(static_cast<double>(std::string(name) == "Div" ? q : rem));
+  }
+  return mkApply(Fn::Opaque, {a, b}, name);
+}
+
+Term divMod(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  Term a = readB(in, 0, idx, read, level), b = readB(in, 1, idx, read, level);
+  if (in.node.opType == "Div" && !integerTyped(in))
+    return mkDiv(a, b); // real division
+  return divModLeaves(divModName(in), a, b);
+}
 
 // n-ary Max/Min/Sum fold pairwise.
 template <Fn F>
@@ -121,7 +191,7 @@ Term cast(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, 
   // condition, so a product with it is a masked term the prover splits.
   if (from == DType::Bool && to != DType::Bool && in.indexValue)
     if (auto v = in.indexValue(x))
-      return mkSelect(*v != smt::Expr::intConst(0), mkConst(1), mkConst(0));
+      return mkMaskSelect(*v != smt::Expr::intConst(0), mkConst(1), mkConst(0));
   if (isFloating(to) || (!isFloating(from) && to != DType::Bool))
     return x;
   return mkApply(Fn::Opaque, {x}, std::string("Cast:") + toString(to));
@@ -181,7 +251,8 @@ std::vector<OpDef> elementwiseOps() {
       opRow("Add", C::Compute, inferBroadcast, add),
       opRow("Sub", C::Compute, inferBroadcast, sub),
       opRow("Mul", C::Compute, inferBroadcast, mul),
-      opRow("Div", C::Compute, inferBroadcast, divide),
+      opRow("Div", C::Compute, inferDivMod, divMod),
+      opRow("Mod", C::Compute, inferDivMod, divMod),
       opRow("Pow", C::Compute, inferBroadcast, power),
       opRow("Max", C::Compute, inferBroadcast, variadic<Fn::Max2>),
       opRow("Min", C::Compute, inferBroadcast, variadic<Fn::Min2>),

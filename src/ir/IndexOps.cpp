@@ -387,7 +387,7 @@ Term where(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, 
     // is a condition the prover can split on.
     if (in.indexValue)
       if (auto v = in.indexValue(c))
-        return mkSelect(*v != Expr::intConst(0), a, b);
+        return mkMaskSelect(*v != Expr::intConst(0), a, b);
     return mkApply(Fn::Opaque, {c, a, b}, "Where");
   });
 }

@@ -29,13 +29,22 @@ const Expr &broadcastRead(const IntTensor &in, const std::vector<int64_t> &outDi
   return in.vals[src];
 }
 
-std::optional<Expr> scalarOp(const std::string &op, const std::vector<Expr> &a) {
+// ONNX integer Div truncates toward zero; Mod is Python's % (the divisor's
+// sign) or, with fmod=1, C's (the dividend's). Exact for every sign; a
+// dividend proven >= 0 gets the plain form the index simplifier knows. A
+// divisor that may be 0 is an obligation of the node (inferIntDivMod).
+std::optional<Expr> divMod(const OpInputs &in, const std::string &op, const Expr &a, const Expr &b) {
+  bool nonNeg = (a.asInt() && *a.asInt() >= 0) || (in.nonNegative && in.nonNegative(a));
+  Expr r = op == "Div" ? truncDiv(a, b, nonNeg)
+           : attrInt(in.node, "fmod", 0) == 1 ? truncMod(a, b, nonNeg) : floorModSigned(a, b, nonNeg);
+  return r.isValid() ? std::optional<Expr>(r) : std::nullopt;
+}
+
+std::optional<Expr> scalarOp(const OpInputs &in, const std::string &op, const std::vector<Expr> &a) {
   if (op == "Add") return a[0] + a[1];
   if (op == "Sub") return a[0] - a[1];
   if (op == "Mul") return a[0] * a[1];
-  // ONNX integer Div truncates; sizes are not negative, where that is floor.
-  if (op == "Div") return floorDiv(a[0], a[1]);
-  if (op == "Mod") return mod(a[0], a[1]);
+  if (op == "Div" || op == "Mod") return divMod(in, op, a[0], a[1]);
   if (op == "Max") return max(a[0], a[1]);
   if (op == "Min") return min(a[0], a[1]);
   if (op == "Equal") return truth(a[0] == a[1]);
@@ -117,7 +126,7 @@ std::optional<IntTensor> foldIntValues(const OpInputs &in, const OpResult &r, un
     std::vector<Expr> xs;
     for (auto *a : args)
       xs.push_back(broadcastRead(*a, outDims, f));
-    auto v = op == "Expand" ? std::optional<Expr>(xs[0]) : scalarOp(op, xs);
+    auto v = op == "Expand" ? std::optional<Expr>(xs[0]) : scalarOp(in, op, xs);
     if (!v)
       return std::nullopt;
     out.vals.push_back(v->simplify());

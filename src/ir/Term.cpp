@@ -255,6 +255,32 @@ Term mkReduce(Fn op, int level, smt::Expr lo, smt::Expr hi, Term body) {
   return finish(std::move(n));
 }
 
+static Term liftIte(const smt::Expr &c, const Term &a, const Term &b, int budget) {
+  if (auto v = c.asBool())
+    return *v ? a : b;
+  if (budget <= 0)
+    return mkSelect(c, a, b);
+  if (auto it = c.findIntIte())
+    if (auto parts = it->asIte()) {
+      auto &[p, x, y] = *parts;
+      return mkSelect(p, liftIte(c.substitute({*it}, {x}).simplify(), a, b, budget - 1),
+                      liftIte(c.substitute({*it}, {y}).simplify(), a, b, budget - 1));
+    }
+  // A boolean combination of index comparisons (Z3 turns the ites of
+  // `seg(q) == seg(k)` into `!(s1 <= k && s1 + s2 <= k)`): split on one
+  // comparison at a time. Conditions on data values stay whole (a token-id
+  // range is matched as one mask, MaskedSum.cpp).
+  if (!c.hasApp())
+    if (auto atom = c.findAtom())
+      return mkSelect(*atom, liftIte(c.substitute({*atom}, {smt::Expr::boolConst(true)}).simplify(), a, b, budget - 1),
+                      liftIte(c.substitute({*atom}, {smt::Expr::boolConst(false)}).simplify(), a, b, budget - 1));
+  return mkSelect(c, a, b);
+}
+
+Term mkMaskSelect(const smt::Expr &cond, Term thenT, Term elseT) {
+  return liftIte(cond.simplify(), thenT, elseT, 6);
+}
+
 Term mkSelect(smt::Expr cond, Term thenT, Term elseT) {
   cond = cond.simplify();
   if (auto b = cond.asBool())

@@ -14,6 +14,9 @@ namespace shardproof::relation {
 using ir::ClassId;
 using ir::Term;
 
+// A new field that states a fact about the tensor (not a name) must also be
+// compared by sameFacts in NodeMemo.cpp, or a memoized result could be reused
+// for a class that differs in it.
 struct ClassInfo {
   enum Kind { Leaf, Constant, Compute } kind = Leaf;
   std::string label;  // "w1@0", "x", "/fc1/MatMul_output_0@1"
@@ -29,6 +32,8 @@ struct ClassInfo {
   std::optional<std::pair<smt::Expr, smt::Expr>> valueRange;
   /// `value: E` / `fill: E` in the spec: every element is valueRange->first.
   bool exactValue = false;
+  /// `elements: [E0, ...]`: element i of this 1-D leaf is elements[i].
+  std::vector<smt::Expr> elements;
   std::vector<int64_t> dataDims;
   /// Leaf standing for a reference tensor that no rank computes and whose term
   /// outgrew maxTermNodes: downstream terms read it instead of repeating that

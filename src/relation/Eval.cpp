@@ -35,6 +35,11 @@ struct Evaluator {
   // same whether read as a tensor element or as a lookup index.
   std::optional<int64_t> intLeaf(ClassId c, const std::vector<int64_t> &idx) {
     const ClassInfo &ci = classes[c];
+    if (!ci.elements.empty()) {
+      if (idx.size() != 1 || idx[0] < 0 || idx[0] >= static_cast<int64_t>(ci.elements.size()))
+        return std::nullopt;
+      return ci.elements[idx[0]].eval([this](const std::string &n) { return lookup(n); });
+    }
     auto lo = ci.valueRange->first.eval([this](const std::string &n) { return lookup(n); });
     auto hi = ci.valueRange->second.eval([this](const std::string &n) { return lookup(n); });
     if (!lo || !hi || *hi < *lo)
@@ -123,6 +128,26 @@ struct Evaluator {
     return NAN;
   }
 
+  // ONNX integer Div (truncating), Mod (the divisor's sign) and FMod (C's
+  // fmod, also on floats), as the graph computes them; a zero divisor is NaN.
+  static double divMod(const std::string &op, double x, double y) {
+    if (y == 0 || std::isnan(x) || std::isnan(y))
+      return NAN;
+    if (x == std::trunc(x) && y == std::trunc(y) && std::abs(x) < 1e15 && std::abs(y) < 1e15) {
+      auto a = static_cast<int64_t>(x), b = static_cast<int64_t>(y);
+      int64_t r = a % b; // C++: truncating, the dividend's sign
+      if (op == "Mod" && r != 0 && ((r < 0) != (b < 0)))
+        r += b;
+      return static_cast<double>(op == "Div" ? a / b : r);
+    }
+    if (op == "Div")
+      return std::trunc(x / y);
+    double r = std::fmod(x, y);
+    if (op == "Mod" && r != 0 && ((r < 0) != (y < 0)))
+      r += y;
+    return r;
+  }
+
   static std::optional<double> maskOp(const std::string &op, const std::vector<double> &a) {
     auto b = [](bool x) { return x ? 1.0 : 0.0; };
     if (a.size() == 2) {
@@ -137,6 +162,7 @@ struct Evaluator {
     if (a.size() == 1 && op == "Not") return b(a[0] == 0);
     if (a.size() == 1 && op == "Cast:bool") return b(a[0] != 0);
     if (a.size() == 3 && op == "Where") return a[0] != 0 ? a[1] : a[2];
+    if (a.size() == 2 && (op == "Div" || op == "Mod" || op == "FMod")) return divMod(op, a[0], a[1]);
     return std::nullopt;
   }
 

@@ -29,6 +29,18 @@ std::optional<Expr> compareNamed(const std::string &op, const Expr &a, const Exp
   return std::nullopt;
 }
 
+// ONNX's integer Div (truncating) and Mod (fmod=0: the divisor's sign, fmod=1:
+// the dividend's), exact for every sign: Z3's div and mod are Euclidean, so
+// the smt builders spell the signs out, unless the dividend is known >= 0
+// (an index, a count), where the plain form is exact. The divisor is nonzero
+// by the node's obligation; a constant 0 gives no value.
+std::optional<Expr> integerDivMod(const std::string &op, const Expr &a, const Expr &b, bool nonNeg) {
+  Expr r = op == "Div" ? truncDiv(a, b, nonNeg) : op == "FMod" ? truncMod(a, b, nonNeg) : floorModSigned(a, b, nonNeg);
+  if (!r.isValid())
+    return std::nullopt;
+  return r.simplify();
+}
+
 } // namespace
 
 // Counts that cannot be negative: numerals >= 0, index variables (they range
@@ -64,6 +76,20 @@ std::optional<Expr> Session::indexValue(const ClassTable &table, const Term &t, 
       // Only inputs the spec gives a value range are integer data we know of.
       if (&table != &classes || !ci.valueRange)
         return std::nullopt;
+      // Offsets the spec lists (`cu_seqlens: {elements: [0, s1, s1 + s2]}`):
+      // element i is the i-th expression (an ite chain over a symbolic i).
+      if (!ci.elements.empty()) {
+        if (t->idx.size() != 1)
+          return std::nullopt;
+        Expr i = t->idx[0].simplify();
+        if (auto c = i.asInt())
+          return *c >= 0 && *c < static_cast<int64_t>(ci.elements.size()) ? std::optional<Expr>(ci.elements[*c])
+                                                                           : std::nullopt;
+        Expr v = ci.elements.back();
+        for (size_t e = ci.elements.size() - 1; e-- > 0;)
+          v = ite(i == Expr::intConst(static_cast<int64_t>(e)), ci.elements[e], v);
+        return v;
+      }
       // A length the spec binds (`seq_len: {value: seq}`) is that expression.
       if (ci.exactValue)
         return ci.valueRange->first;
@@ -137,6 +163,8 @@ std::optional<Expr> Session::indexValue(const ClassTable &table, const Term &t, 
       return truth(!nonZero(xs[0]));
     if (t->name == "Where" && xs.size() == 3)
       return ite(nonZero(xs[0]), xs[1], xs[2]);
+    if ((t->name == "Div" || t->name == "Mod" || t->name == "FMod") && xs.size() == 2)
+      return integerDivMod(t->name, xs[0], xs[1], knownNonNegative(xs[0].simplify()));
     if (xs.size() == 2)
       return compareNamed(t->name, xs[0], xs[1]);
     return std::nullopt;

@@ -152,6 +152,8 @@ Term Renaming::apply(const Term &t) const {
   return renameClasses(t, [this](ClassId c) { return (*this)(c); });
 }
 
+// Every fact of a class but its name, node and members (ClassInfo); a fact
+// added there must be compared here.
 static bool sameFacts(const ClassInfo &a, const ClassInfo &b) {
   if (a.kind != b.kind || a.rank != b.rank || !a.shape.same(b.shape) || a.exactValue != b.exactValue ||
       a.abstractedReference != b.abstractedReference || a.dataDims != b.dataDims || a.data != b.data ||
@@ -160,6 +162,11 @@ static bool sameFacts(const ClassInfo &a, const ClassInfo &b) {
   if (a.valueRange && (!a.valueRange->first.same(b.valueRange->first) ||
                        !a.valueRange->second.same(b.valueRange->second)))
     return false;
+  if (a.elements.size() != b.elements.size())
+    return false;
+  for (size_t i = 0; i < a.elements.size(); ++i)
+    if (!a.elements[i].same(b.elements[i]))
+      return false;
   return true;
 }
 

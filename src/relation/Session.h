@@ -102,6 +102,8 @@ struct Session {
   MemoKey coverKey(const Term &t, const ir::Shape &shape) const;
   void boundValues(ClassId c, const spec::Placement &pl);
   static std::optional<ir::IntTensor> exactValues(const ir::Shape &s, const spec::Placement &pl);
+  llvm::Error bindRelationLeaves(const spec::RelExpr &e);
+  llvm::Error checkElementCount(const std::string &name, const ir::Shape &shape, const spec::Placement &pl);
   Term valueTerm(ClassId c, const spec::Placement &pl);
   /// A leaf class for input `name` of this shape, shared by every rank, with
   /// the spec's value range or binding: the term every rank reads it by.

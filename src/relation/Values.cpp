@@ -19,6 +19,14 @@ void Session::boundValues(ClassId c, const spec::Placement &pl) {
   ClassInfo &ci = classes[c];
   ci.valueRange = pl.values;
   ci.exactValue = pl.exactValue;
+  ci.elements = pl.elements;
+  if (!pl.elements.empty()) {
+    std::string list;
+    for (auto &e : pl.elements)
+      list += (list.empty() ? "" : ", ") + e.str();
+    result.notes.push_back("the elements of '" + ci.label + "' are [" + list + "]");
+    return;
+  }
   if (pl.exactValue) {
     // Read back as the bound expression itself (IndexValue.cpp): no function.
     result.notes.push_back("every element of '" + ci.label + "' is " + pl.values->first.str());
@@ -41,6 +49,11 @@ std::optional<IntTensor> Session::exactValues(const Shape &s, const spec::Placem
   if (!pl.exactValue || !pl.values)
     return std::nullopt;
   IntTensor t;
+  if (!pl.elements.empty()) {
+    t.dims = {static_cast<int64_t>(pl.elements.size())};
+    t.vals = pl.elements;
+    return t;
+  }
   int64_t count = 1;
   for (auto &d : s.dims) {
     auto v = d.simplify().asInt();
@@ -114,6 +127,8 @@ Term Session::valueTerm(ClassId c, const spec::Placement &pl) {
   Term read = mkRead(c, indexVars("i", static_cast<unsigned>(classes[c].shape.rank())));
   if (!pl.exactValue || !pl.values)
     return read;
+  if (!pl.elements.empty())
+    return read; // read back element by element (IndexValue.cpp)
   Expr v = pl.values->first.simplify();
   if (!prover.implies(v >= Expr::intConst(0), "value.nonnegative"))
     return read;
@@ -142,6 +157,8 @@ llvm::Error Session::bindRankOnlyValue(const std::string &name, const spec::Plac
       return userError("spec input '" + name + "' binds integer values, but rank " + std::to_string(r) +
                            "'s '" + rn + "' has a floating type",
                        pl.loc);
+    if (auto e = checkElementCount(name, *s, pl))
+      return e;
     if (!shape0)
       shape0 = *s;
     else if (s->rank() != shape0->rank())
@@ -163,6 +180,20 @@ llvm::Error Session::bindRankOnlyValue(const std::string &name, const spec::Plac
     v.dtype = ranks[r].values[ids[r]].dtype;
     v.value = exactValues(*v.shape, pl);
   }
+  return llvm::Error::success();
+}
+
+// `elements: [...]` lists every element of a 1-D tensor: its length must be
+// that count at every admissible size (an input error otherwise).
+llvm::Error Session::checkElementCount(const std::string &name, const Shape &shape, const spec::Placement &pl) {
+  if (pl.elements.empty())
+    return llvm::Error::success();
+  auto n = shape.rank() == 1 ? shape.dims[0].simplify().asInt() : std::nullopt;
+  if (!n || *n != static_cast<int64_t>(pl.elements.size()))
+    return userError("spec input '" + name + "' lists " + std::to_string(pl.elements.size()) +
+                         " 'elements', but its shape is " + shape.str() +
+                         " (a 1-D tensor of exactly that many elements is needed)",
+                     pl.loc);
   return llvm::Error::success();
 }
 

@@ -147,6 +147,34 @@ Session::expandPatterns(const std::vector<std::string> &sources) const {
   return out;
 }
 
+llvm::Error Session::bindRelationLeaves(const spec::RelExpr &e) {
+  if (e.kind == spec::RelExpr::Kind::Call) {
+    for (auto &a : e.args)
+      if (auto err = bindRelationLeaves(a))
+        return err;
+    return llvm::Error::success();
+  }
+  if (e.rank < 0 || e.rank >= worldSize())
+    return llvm::Error::success(); // compileRelation names the error
+  auto id = ranks[e.rank].find(e.name);
+  if (!id || !isSource(ranks[e.rank], *id) || rankValues[e.rank][*id].term)
+    return llvm::Error::success(); // unknown names too: compileRelation
+  auto s = rankShapeOf(e.rank, *id);
+  if (!s)
+    return userError("rank " + std::to_string(e.rank) + ": input '" + e.name + "' has no declared shape", e.loc);
+  ClassInfo ci;
+  ci.kind = ClassInfo::Leaf;
+  ci.label = shardSizeName(e.name, e.rank);
+  ci.shape = *s;
+  ci.rank = e.rank;
+  ClassId c = classes.add(ci);
+  ValueInfo &v = rankValues[e.rank][*id];
+  v.term = mkRead(c, indexVars("i", static_cast<unsigned>(s->rank())));
+  v.shape = s;
+  v.dtype = ranks[e.rank].values[*id].dtype;
+  return llvm::Error::success();
+}
+
 llvm::Error Session::bindInputs() {
   int P = worldSize();
   rankValues.assign(P, {});
@@ -189,6 +217,9 @@ llvm::Error Session::bindInputs() {
     for (int r = 0; r < P; ++r) {
       std::string rn = spec::Spec::rankName(name, pl, r);
       auto id = ranks[r].find(rn);
+      // A relation names its rank tensors itself (x1 = slice(x@0, ...)).
+      if (pl.kind == spec::Placement::Kind::Relation)
+        break;
       if (!id || !isSource(ranks[r], *id))
         return userError("rank " + std::to_string(r) + " (" + ranks[r].path + ") has no input or initializer '" +
                              rn + "' for spec input '" + name + "'" + didYouMean(rn, rankNames(r)),
@@ -216,6 +247,8 @@ llvm::Error Session::bindInputs() {
     using K = spec::Placement::Kind;
     switch (pl.kind) {
     case K::Replicated: {
+      if (auto e = checkElementCount(name, *refShape, pl))
+        return e;
       rv.term = boundLeaf(name, *refShape, pl);
       if (pl.valueBinding) {
         if (isFloating(rv.dtype))
@@ -306,15 +339,11 @@ llvm::Error Session::bindInputs() {
       break;
     }
     case K::Relation: {
-      for (int r = 0; r < P; ++r) {
-        ClassInfo ci;
-        ci.kind = ClassInfo::Leaf;
-        ci.label = shardSizeName(name, r);
-        ci.shape = rankShapes[r];
-        ci.rank = r;
-        ClassId c = classes.add(ci);
-        rankValues[r][rankIds[r]].term = mkRead(c, indexVars("i", static_cast<unsigned>(rankShapes[r].rank())));
-      }
+      // Every rank input the relation names is a leaf, bound once: several
+      // reference inputs may be parts of one rank tensor (packed sequences:
+      // x1 = slice(x@0, ...), x2 = slice(x@0, ...)).
+      if (auto e = bindRelationLeaves(*pl.relation))
+        return e;
       auto rel = compileRelation(*pl.relation);
       if (!rel)
         return rel.takeError();

@@ -12,7 +12,7 @@ namespace {
 
 const std::vector<std::string> kPlacementKeys = {"shard",   "split",    "sizes", "pad_to_multiple", "replicated",
                                                  "partial", "relation", "as",    "values",
-                                                 "value",   "fill",     "each"};
+                                                 "value",   "fill",     "each",  "elements"};
 const std::vector<std::string> kKindKeys = {"shard", "replicated", "partial", "relation"};
 const std::vector<std::string> kSplits = {"even", "chunk", "tensor_split", "sizes", "pad_to_multiple"};
 
@@ -77,7 +77,7 @@ Placement fromMap(const YamlDoc &doc, const MapView::Entry &e, const std::string
   // Value bindings (sizes passed as data): replicated integer inputs whose
   // elements are given by the spec.
   const MapView::Entry *bindKey = nullptr;
-  for (const char *b : {"value", "fill", "each"})
+  for (const char *b : {"value", "fill", "each", "elements"})
     if (const auto *x = m.find(b)) {
       if (bindKey)
         fail(what + " gives both '" + bindKey->key + "' and '" + x->key + "'; choose one", x->keyLoc);
@@ -110,6 +110,24 @@ Placement fromMap(const YamlDoc &doc, const MapView::Entry &e, const std::string
         return parseIntExprOrThrow(b.value.Scalar(), syms, doc.textLoc(b.value, b.valueLoc));
       };
       p.values = std::make_pair(bound(*lo), bound(*hi));
+    } else if (bindKey->key == "elements") {
+      // A 1-D tensor given element by element (cu_seqlens: [0, s1, s1 + s2]).
+      if (!bindKey->value.IsSequence() || bindKey->value.size() == 0)
+        fail(what + ": 'elements' must be a non-empty list of integer expressions, one per element, got " +
+                 kindOf(bindKey->value),
+             bindKey->valueLoc);
+      if (bindKey->value.size() > 64)
+        fail(what + ": 'elements' lists " + std::to_string(bindKey->value.size()) +
+                 " values; at most 64 are supported (use 'each' for larger tensors)",
+             bindKey->valueLoc);
+      for (const YAML::Node &item : bindKey->value) {
+        SrcLoc l = doc.loc(item, bindKey->valueLoc);
+        if (!item.IsScalar())
+          fail(what + ": each entry of 'elements' must be an integer expression, got " + kindOf(item), l);
+        p.elements.push_back(parseIntExprOrThrow(item.Scalar(), syms, doc.textLoc(item, l)));
+      }
+      p.values = std::make_pair(p.elements[0], p.elements[0]);
+      p.exactValue = true;
     } else {
       if (!bindKey->value.IsScalar())
         fail(what + ": '" + bindKey->key + "' must be an integer expression over symbols, got " +
@@ -126,7 +144,7 @@ Placement fromMap(const YamlDoc &doc, const MapView::Entry &e, const std::string
   }
   if (!kindKey)
     fail(what + " needs one of 'shard', 'replicated', 'partial' or 'relation' (integer inputs may "
-                "instead bind their values with 'value', 'fill' or 'each')",
+                "instead bind their values with 'value', 'fill', 'each' or 'elements')",
          m.loc());
 
   Placement p;

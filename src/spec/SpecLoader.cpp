@@ -215,7 +215,7 @@ private:
     for (auto &entry : m.entries()) {
       Placement p = parsePlacement(doc_, entry, side, spec_.worldSize, syms);
       if (side != "input" && (p.valueBinding || p.values))
-        fail(side + " '" + entry.key + "': value bindings ('values', 'value', 'fill', 'each') describe inputs only",
+        fail(side + " '" + entry.key + "': value bindings ('values', 'value', 'fill', 'each', 'elements') describe inputs only",
              entry.valueLoc);
       out.emplace_back(entry.key, std::move(p));
     }

@@ -20,6 +20,8 @@ import tp8  # noqa: E402
 import split  # noqa: E402
 import padding  # noqa: E402
 import rope  # noqa: E402
+import intsplit  # noqa: E402
+import varlen  # noqa: E402
 
 
 def main():
@@ -39,6 +41,8 @@ def main():
     split.generate(out)
     padding.generate(out)
     rope.generate(out)
+    intsplit.generate(out)
+    varlen.generate(out)
 
 
 if __name__ == "__main__":

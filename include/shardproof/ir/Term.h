@@ -84,6 +84,12 @@ Term mkReduceLike(const Term &like, smt::Expr lo, smt::Expr hi, Term body);
 /// Identity element of a reduction op (0 for Add, -inf for Max2, +inf for Min2).
 double reduceIdentity(Fn op);
 Term mkSelect(smt::Expr cond, Term thenT, Term elseT);
+/// A Select on a condition computed from integer data (a mask), with the
+/// integer if-then-elses inside it, and then the comparisons of a boolean
+/// combination of index conditions, lifted into nested Selects (at most six
+/// deep): `seg(q) == seg(k)` with seg(t) = #{c in offsets: c <= t} becomes
+/// selects on `q >= c` and `k >= c`, plain comparisons a sum over k splits on.
+Term mkMaskSelect(const smt::Expr &cond, Term thenT, Term elseT);
 
 smt::Expr indexVar(const char *prefix, unsigned d); // "i!d", "u!d"
 smt::Expr boundVar(int level);                     // "k!level"

@@ -82,7 +82,10 @@ struct Placement {
   /// `values` is [E, E]); the input may be a rank-only input (a length passed
   /// as data) that the reference does not have.
   bool exactValue = false;
-  /// `value`, `fill` or `each`: a value binding, replicated on every rank.
+  /// Inputs only (`elements: [E0, E1, ...]`): a 1-D tensor whose i-th element
+  /// is Ei exactly (offsets such as cu_seqlens); exactValue is set too.
+  std::vector<smt::Expr> elements;
+  /// `value`, `fill`, `each` or `elements`: a value binding, replicated on every rank.
   bool valueBinding = false;
   SrcLoc loc;
 };

@@ -145,3 +145,22 @@ TEST_F(BadInput, PatternsPlaceEveryMatchingWeight) {
   auto r = runShardproof("check " + write("s.yaml", spec(inputs)));
   EXPECT_EQ(r.exitCode, 0) << r.out;
 }
+
+// `elements:` lists every element of a 1-D tensor; a list of the wrong length
+// is a spec mistake, named with the tensor's shape (exit 3), never a guess.
+TEST_F(BadInput, ElementsOfTheWrongCountNameTheShape) {
+  for (const char *m : {"varlen_ref.onnx", "varlen_ok.onnx"})
+    fs::copy_file(example(m), dir / m, fs::copy_options::overwrite_existing);
+  std::string text = "shardproof: 1\nreference: varlen_ref.onnx\nimplementation:\n  world_size: 1\n"
+                     "  ranks: [varlen_ok.onnx]\nsymbols: {s1: {min: 1}, s2: {min: 1}, total: {min: 2}}\n"
+                     "constraints: [\"total == s1 + s2\"]\ninputs:\n"
+                     "  x1: \"slice(x@0, axis=0, start=0, end=s1)\"\n"
+                     "  x2: \"slice(x@0, axis=0, start=s1, end=s1 + s2)\"\n"
+                     "  cu_seqlens: {elements: [0, s1]}\n  wq: replicated\n  wk: replicated\n  wv: replicated\n"
+                     "outputs:\n  y1: \"slice(y@0, axis=0, start=0, end=s1)\"\n"
+                     "  y2: \"slice(y@0, axis=0, start=s1, end=s1 + s2)\"\n";
+  auto r = runShardproof("check " + write("s.yaml", text));
+  EXPECT_EQ(r.exitCode, 3) << r.out;
+  EXPECT_NE(r.out.find("spec input 'cu_seqlens' lists 2 'elements', but its shape is [4]"), std::string::npos)
+      << r.out;
+}

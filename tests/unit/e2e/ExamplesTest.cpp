@@ -142,6 +142,19 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"seq_balanced_ingraph_tp3.yaml", 0, "VERIFIED"},
         Case{"seq_floor_ingraph_tp3.yaml", 1, "y: REFUTED (dim 1 is 0 (at batch=1, seq=1, rank 0) on the implementation"},
         Case{"seq_floor_ingraph_div3_tp3.yaml", 0, "VERIFIED"},
+        // The same cuts from a length passed as data (`seq_len: {value: seq}`),
+        // with integer Div (truncating) and Mod (Python's sign) on it.
+        Case{"seqlen_balanced_tp3.yaml", 0, "VERIFIED"},
+        Case{"seqlen_floor_tp3.yaml", 1, "y: REFUTED (dim 1 is 0 (at batch=1, seq=1, rank 0) on the implementation"},
+        Case{"seqlen_floor_div3_tp3.yaml", 0, "VERIFIED"},
+        // Packed variable-length sequences: a block-diagonal mask from the
+        // offsets `cu_seqlens: {elements: [0, s1, s1 + s2, s1 + s2 + s3]}`.
+        Case{"varlen_ok.yaml", 0, "VERIFIED"},
+        Case{"varlen_offbyone.yaml", 1, "counterexample: s1=1, s2=1, s3=1, total=3, y1[0, 0]"},
+        // Block-local attention: block(t) = t // 4 on positions (integer Div on
+        // data); the block id taken as t % 4 is strided attention instead.
+        Case{"blockattn_ok.yaml", 0, "VERIFIED"},
+        Case{"blockattn_mod.yaml", 1, "counterexample: batch=1, padded=2, seq=2, y[0, 0, 0]"},
         // Position offsets that assume equal shards: wrong only where shards differ.
         Case{"seq_pos_even_tp3.yaml", 0, "VERIFIED"},
         Case{"seq_pos_chunk_tp3.yaml", 1, "counterexample: batch=1, seq=5, /mlp/fc1/MatMul_output_0[0, 4, 0]"},

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 using namespace shardproof;
 using namespace shardproof::ir;
@@ -322,4 +323,85 @@ TEST(OpTable, UnknownOpsAreNotGuessed) {
   EXPECT_NE(lookupOp("ai.onnx", "MatMul"), nullptr);
   EXPECT_NE(lookupOp("com.microsoft", "AllReduce"), nullptr);
   EXPECT_EQ(lookupOp("com.microsoft", "MatMul"), nullptr) << "domains are not interchangeable";
+}
+
+// Integer Div is ONNX's truncating division, a named function of its operands
+// (IndexValue.cpp follows it on data); float Div stays real division.
+TEST(IndexMap, IntegerDivIsTruncatingDivisionAndFloatDivIsReal) {
+  Apply i("Div", {shape({num(4)}), shape({})}, {}, {}, 1, DType::Int64);
+  EXPECT_EQ(i.element(), "Div(in0[i!0], in1[])");
+  Apply f("Div", {shape({num(4)}), shape({})});
+  EXPECT_EQ(f.element(), "(in0[i!0] * recip(in1[]))");
+}
+
+TEST(IndexMap, ModIsPythonsModOrWithFmodCsFmod) {
+  Apply py("Mod", {shape({num(4)}), shape({})}, {}, {}, 1, DType::Int64);
+  EXPECT_EQ(py.element(), "Mod(in0[i!0], in1[])");
+  Apply c("Mod", {shape({num(4)}), shape({})}, {{"fmod", intAttr(1)}}, {}, 1, DType::Int64);
+  EXPECT_EQ(c.element(), "FMod(in0[i!0], in1[])");
+  Apply f("Mod", {shape({num(4)}), shape({})}, {{"fmod", intAttr(1)}});
+  EXPECT_EQ(f.element(), "FMod(in0[i!0], in1[])"); // C fmod on floats too
+}
+
+TEST(IndexMap, ModAttributesOutsideOnnxAreErrors) {
+  Apply floatPy("Mod", {shape({num(4)}), shape({})}); // fmod=0 is for integers
+  EXPECT_NE(floatPy.error.find("Mod with fmod=0 is for integer tensors"), std::string::npos) << floatPy.error;
+  Apply two("Mod", {shape({num(4)}), shape({})}, {{"fmod", intAttr(2)}}, {}, 1, DType::Int64);
+  EXPECT_NE(two.error.find("fmod must be 0 or 1, not 2"), std::string::npos) << two.error;
+}
+
+// Shape arithmetic: -7 // 2 is -3 in ONNX (not Python's -4); -7 % 2 is 1
+// (Python's sign), with fmod=1 -1; a divisor that may be 0 is an obligation.
+TEST(ShapeValues, IntegerDivAndModFoldWithOnnxSigns) {
+  auto fold = [](const char *op, std::map<std::string, Attribute> attrs, IntTensor a, IntTensor b) {
+    Apply x(op, {shape({num(static_cast<int64_t>(a.size()))}), shape({})}, attrs, {a, b}, 1, DType::Int64);
+    EXPECT_TRUE(x.result.has_value()) << x.error;
+    return x.result ? foldIntValues(x.inputs(), *x.result, 0) : std::nullopt;
+  };
+  auto q = fold("Div", {}, ints({-7, 7}), scalar(num(2)));
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->vals[0].asInt(), -3);
+  EXPECT_EQ(q->vals[1].asInt(), 3);
+  auto m = fold("Mod", {}, ints({-7, 7}), scalar(num(-2)));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->vals[0].asInt(), -1);
+  EXPECT_EQ(m->vals[1].asInt(), -1);
+  auto f = fold("Mod", {{"fmod", intAttr(1)}}, ints({-7, 7}), scalar(num(-2)));
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->vals[0].asInt(), -1);
+  EXPECT_EQ(f->vals[1].asInt(), 1);
+  Apply byN("Div", {shape({}), shape({})}, {}, {scalar(num(6)), scalar(sym("n"))}, 1, DType::Int64);
+  EXPECT_EQ(byN.obligations(), std::vector<std::string>{"n != 0"});
+}
+
+// Packed sequences: the mask seg(q) == seg(k), seg(t) = #{c in offsets : c <= t},
+// becomes nested Selects whose every condition is one comparison (what a sum
+// over k splits on), and each leaf is right.
+TEST(Terms, ASequenceIdMaskBecomesSelectsOnSingleComparisons) {
+  Expr q = sym("q"), k = sym("k"), c1 = sym("c1"), c2 = sym("c2");
+  auto seg = [&](const Expr &t) { return ite(c1 <= t, num(1), num(0)) + ite(c2 <= t, num(1), num(0)); };
+  Term t = mkMaskSelect(seg(q) == seg(k), mkConst(1), mkConst(0));
+  std::function<void(const Term &)> walk = [&](const Term &x) {
+    if (x->kind != TermKind::Select)
+      return;
+    Expr cnd = x->cond.asNot() ? *x->cond.asNot() : x->cond;
+    EXPECT_TRUE(cnd.asCmp().has_value()) << x->cond.str();
+    walk(x->args[0]);
+    walk(x->args[1]);
+  };
+  walk(t);
+  // Evaluate the tree at a few points (offsets 2 and 5) against the definition.
+  auto at = [&](int64_t qv, int64_t kv) {
+    Term x = t;
+    Expr::Env env = [&](const std::string &n) -> std::optional<int64_t> {
+      return n == "q" ? qv : n == "k" ? kv : n == "c1" ? 2 : 5;
+    };
+    while (x->kind == TermKind::Select)
+      x = x->cond.eval(env).value_or(0) ? x->args[0] : x->args[1];
+    return x->value;
+  };
+  auto segOf = [](int64_t v) { return (v >= 2) + (v >= 5); };
+  for (int64_t qv = 0; qv < 7; ++qv)
+    for (int64_t kv = 0; kv < 7; ++kv)
+      EXPECT_EQ(at(qv, kv), segOf(qv) == segOf(kv) ? 1 : 0) << qv << ", " << kv;
 }

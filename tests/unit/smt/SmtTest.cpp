@@ -190,3 +190,32 @@ TEST(SmtExpr, ConstantFoldingNeverWrapsAroundInt64) {
                                      n + Expr::intConst(max) + Expr::intConst(max))
                   .proved());
 }
+
+// ONNX's integer Div truncates, Mod (fmod=0) has the divisor's sign, fmod=1 the
+// dividend's. Z3's div/mod are Euclidean, so the symbolic forms spell the signs
+// out: each must agree with C++ (truncating) and Python (floor) arithmetic for
+// every sign of both operands, folded on numerals and evaluated on a symbol.
+TEST(IntegerDivision, TruncDivTruncModAndFloorModAgreeWithTheirDefinitionsForEverySign) {
+  Expr a = Expr::intVar("a"), b = Expr::intVar("b");
+  Expr q = truncDiv(a, b), r = truncMod(a, b), m = floorModSigned(a, b);
+  for (int64_t x = -7; x <= 7; ++x)
+    for (int64_t y : {-3, -2, -1, 1, 2, 3}) {
+      int64_t pyMod = x % y != 0 && ((x % y < 0) != (y < 0)) ? x % y + y : x % y;
+      Expr::Env env = [&](const std::string &n) -> std::optional<int64_t> { return n == "a" ? x : y; };
+      EXPECT_EQ(q.eval(env), x / y) << x << " / " << y;
+      EXPECT_EQ(r.eval(env), x % y) << x << " fmod " << y;
+      EXPECT_EQ(m.eval(env), pyMod) << x << " % " << y;
+      EXPECT_EQ(truncDiv(Expr::intConst(x), Expr::intConst(y)).asInt(), x / y);
+      EXPECT_EQ(truncMod(Expr::intConst(x), Expr::intConst(y)).asInt(), x % y);
+      EXPECT_EQ(floorModSigned(Expr::intConst(x), Expr::intConst(y)).asInt(), pyMod);
+      // A constant divisor of either sign, symbolic dividend.
+      EXPECT_EQ(truncDiv(a, Expr::intConst(y)).eval(env), x / y);
+      EXPECT_EQ(floorModSigned(a, Expr::intConst(y)).eval(env), pyMod);
+      if (x >= 0) { // the plain (Euclidean) form, for a dividend known >= 0
+        EXPECT_EQ(truncDiv(a, b, true).eval(env), x / y);
+        EXPECT_EQ(truncMod(a, b, true).eval(env), x % y);
+      }
+    }
+  EXPECT_FALSE(truncDiv(a, Expr::intConst(0)).isValid()); // division by zero: no value
+  EXPECT_FALSE(floorModSigned(a, Expr::intConst(0)).isValid());
+}

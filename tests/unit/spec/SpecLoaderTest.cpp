@@ -318,7 +318,16 @@ INSTANTIATE_TEST_SUITE_P(
         ErrCase{"EachWithoutMax", withImpl("inputs:\n  lengths: {each: {min: 1}}\n"),
                 "'each' needs both 'min' and 'max'", "7:19"},
         ErrCase{"ValueBindingOnAnOutput", withImpl("outputs:\n  y: {value: seq}\n"),
-                "value bindings ('values', 'value', 'fill', 'each') describe inputs only", "7:6"}),
+                "value bindings ('values', 'value', 'fill', 'each', 'elements') describe inputs only", "7:6"},
+        // Offsets given element by element (cu_seqlens).
+        ErrCase{"ElementsNotAList", withImpl("inputs:\n  cu: {elements: seq}\n"),
+                "'elements' must be a non-empty list of integer expressions", "7:18"},
+        ErrCase{"ElementsEmpty", withImpl("inputs:\n  cu: {elements: []}\n"),
+                "'elements' must be a non-empty list of integer expressions", "7:18"},
+        ErrCase{"ElementsEntryNotAnExpression", withImpl("inputs:\n  cu: {elements: [0, {a: 1}]}\n"),
+                "each entry of 'elements' must be an integer expression, got a map", "7:22"},
+        ErrCase{"ElementsWithValue", withImpl("inputs:\n  cu: {elements: [0, seq], value: seq}\n"),
+                "gives both 'value' and 'elements'; choose one", "7:8"}),
     [](const ::testing::TestParamInfo<ErrCase> &i) { return std::string(i.param.name); });
 
 TEST(SpecLoader, ValueBindingsGiveTheElementsOfAnIntegerInput) {
@@ -337,6 +346,18 @@ TEST(SpecLoader, ValueBindingsGiveTheElementsOfAnIntegerInput) {
   EXPECT_FALSE(e.exactValue); // each element its own unknown in [1, seq]
   EXPECT_EQ(evalWith(e.values->first, {{"seq", 5}}).asInt(), 1);
   EXPECT_EQ(evalWith(e.values->second, {{"seq", 5}}).asInt(), 5);
+}
+
+TEST(SpecLoader, ElementsGiveEachElementOfAnOffsetsTensor) {
+  auto s = parseSpec(withImpl("inputs:\n  cu_seqlens: {elements: [0, seq, \"2 * seq\"]}\n"), "spec.yaml");
+  ASSERT_TRUE(bool(s)) << errorOf(std::move(s));
+  const Placement &c = placementOf(s->inputs, "cu_seqlens");
+  EXPECT_TRUE(c.valueBinding);
+  EXPECT_TRUE(c.exactValue);
+  ASSERT_EQ(c.elements.size(), 3u);
+  EXPECT_EQ(evalWith(c.elements[0], {{"seq", 5}}).asInt(), 0);
+  EXPECT_EQ(evalWith(c.elements[1], {{"seq", 5}}).asInt(), 5);
+  EXPECT_EQ(evalWith(c.elements[2], {{"seq", 5}}).asInt(), 10);
 }
 
 TEST(SpecLoader, DefaultsWhenOptionalSectionsAreAbsent) {
