@@ -39,6 +39,11 @@ def main():
     split.generate(out)
     padding.generate(out)
     rope.generate(out)
+    # The layouts above on more world sizes (each on a forked RNG).
+    gpt.generate_worlds(out)
+    llama.generate_worlds(out)
+    lmhead.generate_worlds(out)
+    rope.generate_worlds(out)
 
 
 if __name__ == "__main__":
