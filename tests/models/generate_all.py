@@ -43,6 +43,11 @@ def main():
     rope.generate(out)
     intsplit.generate(out)
     varlen.generate(out)
+    # The layouts above on more world sizes (each on a forked RNG).
+    gpt.generate_worlds(out)
+    llama.generate_worlds(out)
+    lmhead.generate_worlds(out)
+    rope.generate_worlds(out)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ reads them directly (no exporter-renamed transposed copies).
 Variants (`Options`): a fused QKV projection (one column-parallel linear whose
 per-rank weight is [q_r | k_r | v_r]), and the bugs the fixtures model.
 """
+import contextlib
 from dataclasses import dataclass
 import math
 
@@ -127,6 +128,35 @@ class Stack(nn.Module):
 
 def _export(module, path):
     export(module, (torch.randn(2, 5, D_MODEL),), ["x"], ["y"], DYNAMIC, path)
+
+
+@contextlib.contextmanager
+def heads(n):
+    """Blocks built inside have `n` heads (of size D_MODEL // n): Attention
+    reads HEADS when it is built."""
+    global HEADS
+    saved, HEADS = HEADS, n
+    try:
+        yield
+    finally:
+        HEADS = saved
+
+
+def generate_worlds(out):
+    """generate()'s fused-QKV and stacked layouts on more ranks: fused QKV on
+    4 ranks (one head each, reference gpt_fused_ref.onnx), 4 blocks on 4 ranks
+    (reference gpt_l4_ref.onnx) and 4 blocks of 8 heads on 8 ranks (their own
+    reference gpt8h_l4_ref.onnx). Seeded on a forked RNG: nothing other
+    generators draw shifts."""
+    with torch.random.fork_rng():
+        torch.manual_seed(44)
+        for r in range(4):
+            _export(Block(4, Options(fused_qkv=True)), f"{out}/gpt_fused_tp4_rank{r}.onnx")
+            _export(Stack(4, 4), f"{out}/gpt_l4_tp4_rank{r}.onnx")
+        with heads(8):
+            _export(Stack(4), f"{out}/gpt8h_l4_ref.onnx")
+            for r in range(8):
+                _export(Stack(4, 8), f"{out}/gpt8h_l4_tp8_rank{r}.onnx")
 
 
 def generate(out):

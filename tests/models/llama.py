@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from collectives import all_reduce
+from collectives import all_gather, all_reduce, reduce_scatter
 from export import export
 
 D_MODEL, HEADS, KV_HEADS, D_FF = 16, 4, 2, 32
@@ -43,16 +43,19 @@ DYNAMIC = {"x": {0: "batch", 1: "seq"}, "cos": {0: "max_pos"}, "sin": {0: "max_p
 
 class Linear(nn.Module):
     """x @ weight, no bias; `reduce` all-reduces the product (Megatron's
-    RowParallelLinear)."""
+    RowParallelLinear), or with `scatter` = P > 0 reduce-scatters it along
+    the sequence over P ranks (sequence parallelism)."""
 
-    def __init__(self, d_in, d_out, reduce=False):
+    def __init__(self, d_in, d_out, reduce=False, scatter=0):
         super().__init__()
         self.weight = nn.Parameter(torch.randn(d_in, d_out) / math.sqrt(d_in))
-        self.reduce = reduce
+        self.reduce, self.scatter = reduce, scatter
 
     def forward(self, x):
         y = torch.matmul(x, self.weight)
-        return all_reduce(y) if self.reduce else y
+        if not self.reduce:
+            return y
+        return reduce_scatter(y, 1, self.scatter) if self.scatter else all_reduce(y)
 
 
 class RMSNorm(nn.Module):
@@ -101,10 +104,13 @@ class Attention(nn.Module):
     """Causal grouped-query attention over this rank's HEADS // world query
     heads. kv_head=None: k/v are column-parallel (the rank owns KV_HEADS //
     world kv heads). kv_head=h: k/v projections are whole (replicated) and the
-    rank keeps kv head h of their output."""
+    rank keeps kv head h of their output. `seq_parallel` (Megatron sequence
+    parallelism): x holds the rank's rows of the sequence, all-gathered before
+    q/k/v; o_proj reduce-scatters along the sequence."""
 
-    def __init__(self, world=1, kv_head=None, rope_offset=0):
+    def __init__(self, world=1, kv_head=None, rope_offset=0, seq_parallel=False):
         super().__init__()
+        self.gather = world if seq_parallel and world > 1 else 0
         self.heads = HEADS // world
         self.kv_head = kv_head
         self.kv_heads = KV_HEADS // world if kv_head is None else 1
@@ -112,7 +118,7 @@ class Attention(nn.Module):
         self.q_proj = Linear(D_MODEL, self.heads * HEAD_DIM)
         self.k_proj = Linear(D_MODEL, kv_out)
         self.v_proj = Linear(D_MODEL, kv_out)
-        self.o_proj = Linear(self.heads * HEAD_DIM, D_MODEL, reduce=world > 1)
+        self.o_proj = Linear(self.heads * HEAD_DIM, D_MODEL, reduce=world > 1, scatter=self.gather)
         self.rotary_emb = Rotary(rope_offset)
 
     def split_heads(self, t, b, s, n):
@@ -125,6 +131,8 @@ class Attention(nn.Module):
         return t[..., start:start + HEAD_DIM]
 
     def forward(self, x, cos, sin):
+        if self.gather:
+            x = all_gather(x, 1, self.gather)
         b, s, _ = x.shape
         q = self.split_heads(self.q_proj(x), b, s, self.heads)
         k = self.split_heads(self.own_kv(self.k_proj(x)), b, s, self.kv_heads)
@@ -140,27 +148,33 @@ class Attention(nn.Module):
 
 
 class Mlp(nn.Module):
-    """SwiGLU: down(silu(x @ gate) * (x @ up))."""
+    """SwiGLU: down(silu(x @ gate) * (x @ up)); `seq_parallel` as in Attention."""
 
-    def __init__(self, world=1, reduce=None):
+    def __init__(self, world=1, reduce=None, seq_parallel=False):
         super().__init__()
         if reduce is None:
             reduce = world > 1
+        self.gather = world if seq_parallel and world > 1 else 0
         self.gate_proj = Linear(D_MODEL, D_FF // world)
         self.up_proj = Linear(D_MODEL, D_FF // world)
-        self.down_proj = Linear(D_FF // world, D_MODEL, reduce=reduce)
+        self.down_proj = Linear(D_FF // world, D_MODEL, reduce=reduce, scatter=self.gather)
 
     def forward(self, x):
+        if self.gather:
+            x = all_gather(x, 1, self.gather)
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
 class Block(nn.Module):
-    def __init__(self, world=1, kv_head=None, rope_offset=0, reduce_down=None):
+    """`seq_parallel`: the residual stream and both RMSNorms on the rank's
+    sequence shard (Megatron sequence parallelism)."""
+
+    def __init__(self, world=1, kv_head=None, rope_offset=0, reduce_down=None, seq_parallel=False):
         super().__init__()
         self.input_layernorm = RMSNorm(D_MODEL)
-        self.self_attn = Attention(world, kv_head, rope_offset)
+        self.self_attn = Attention(world, kv_head, rope_offset, seq_parallel)
         self.post_attention_layernorm = RMSNorm(D_MODEL)
-        self.mlp = Mlp(world, reduce_down)
+        self.mlp = Mlp(world, reduce_down, seq_parallel)
 
     def forward(self, x, cos, sin):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin)
@@ -170,12 +184,13 @@ class Block(nn.Module):
 class Stack(nn.Module):
     """`n` decoder layers in a row sharing the rotary cache, as Hugging Face's
     LlamaModel (parameters `layers.<i>.<module>...`). `buggy_down`: the layer
-    whose row-parallel down projection never all-reduces."""
+    whose row-parallel down projection never all-reduces. `kv_head`: as in
+    Attention (replicated k/v projections)."""
 
-    def __init__(self, n, world=1, buggy_down=None):
+    def __init__(self, n, world=1, buggy_down=None, kv_head=None):
         super().__init__()
         self.layers = nn.ModuleList(
-            [Block(world, reduce_down=False if i == buggy_down else None) for i in range(n)])
+            [Block(world, kv_head, reduce_down=False if i == buggy_down else None) for i in range(n)])
 
     def forward(self, x, cos, sin):
         for layer in self.layers:
@@ -188,9 +203,12 @@ def kv_head_of(rank, world):
     return rank * KV_HEADS // world
 
 
-def _export(module, path):
-    args = (torch.randn(2, 5, D_MODEL), torch.randn(8, HEAD_DIM), torch.randn(8, HEAD_DIM))
-    export(module, args, NAMES, ["y"], DYNAMIC, path)
+SP_DYNAMIC = dict(DYNAMIC, x={0: "batch", 1: "seq_local"}, y={0: "batch", 1: "seq_local"})
+
+
+def _export(module, path, seq=5, dynamic=DYNAMIC, max_pos=8):
+    args = (torch.randn(2, seq, D_MODEL), torch.randn(max_pos, HEAD_DIM), torch.randn(max_pos, HEAD_DIM))
+    export(module, args, NAMES, ["y"], dynamic, path)
 
 
 class heads(contextlib.ContextDecorator):
@@ -256,3 +274,36 @@ def generate(out):
         for r in range(2):
             _export(Stack(3, 2), f"{out}/llama_l3_tp2_rank{r}.onnx")
             _export(Stack(3, 2, buggy_down=2), f"{out}/llama_l3_no_allreduce_down2_rank{r}.onnx")
+
+
+def _kv_head(world):
+    """Stack/Block kv_head argument of rank r: column-parallel k/v while every
+    rank owns a kv head, else replicated k/v and the rank's kv head."""
+    return (lambda r: None) if world <= KV_HEADS else (lambda r: kv_head_of(r, world))
+
+
+def generate_worlds(out):
+    """The three-layer stack on 4 and 8 ranks, and one block under sequence
+    plus tensor parallelism on 2, 4 and 8 ranks (llama_sp{P}: x and y sharded
+    along the sequence, RMSNorms on the shard, AllGather before q/k/v and
+    gate/up, ReduceScatter after o_proj and down_proj; llama8h_sp8 on 8). 8 ranks use 8 query
+    heads of size 2 (references llama8h_l3_ref.onnx and llama8h_ref.onnx).
+    Seeded on a forked RNG."""
+    with torch.random.fork_rng():
+        torch.manual_seed(48)
+        for world in (4, 8):
+            with heads(8 if world == 8 else HEADS):
+                kv = _kv_head(world)
+                if world == 8:
+                    _export(Stack(3), f"{out}/llama8h_l3_ref.onnx")
+                name = "llama8h" if world == 8 else "llama"
+                for r in range(world):
+                    _export(Stack(3, world, kv_head=kv(r)), f"{out}/{name}_l3_tp{world}_rank{r}.onnx")
+        for world in (2, 4, 8):
+            # The export traces one rank: the gathered sequence is `world` shards of 2 rows.
+            with heads(8 if world == 8 else HEADS):
+                kv = _kv_head(world)
+                for r in range(world):
+                    name = "llama8h" if world == 8 else "llama"
+                    _export(Block(world, kv(r), seq_parallel=True), f"{out}/{name}_sp{world}_rank{r}.onnx",
+                            seq=2, dynamic=SP_DYNAMIC, max_pos=2 * world)

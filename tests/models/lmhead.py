@@ -69,9 +69,9 @@ class CrossEntropy(nn.Module):
 
 
 class Reference(nn.Module):
-    def __init__(self):
+    def __init__(self, vocab=VOCAB):
         super().__init__()
-        self.lm_head = gpt.Linear(D, VOCAB, bias=False)
+        self.lm_head = gpt.Linear(D, vocab, bias=False)
         self.ce = CrossEntropy()
 
     def forward(self, h, target):
@@ -108,16 +108,17 @@ class ShardedCrossEntropy(nn.Module):
 
 class VocabParallelCrossEntropy(nn.Module):
     """Rank `rank` of `world`: its lm_head columns and Megatron's
-    vocab-parallel cross-entropy (or the gathered layout)."""
+    vocab-parallel cross-entropy (or the gathered layout) for a vocab of
+    `vocab` ids."""
 
-    def __init__(self, world, rank, opts=Options()):
+    def __init__(self, world, rank, opts=Options(), vocab=VOCAB):
         super().__init__()
-        per = per_rank_cols(VOCAB, world)
+        per = per_rank_cols(vocab, world)
         self.lm_head = gpt.Linear(D, per, bias=False)
-        self.world, self.per = world, per
+        self.world, self.per, self.vocab = world, per, vocab
         self.start = rank * per
         self.end = self.start + per
-        self.real = max(0, min(per, VOCAB - self.start))  # columns of the real vocab
+        self.real = max(0, min(per, vocab - self.start))  # columns of the real vocab
         self.opts = opts
         self.ce = CrossEntropy() if opts.gathered else ShardedCrossEntropy(self.start, self.end, self.real, opts)
 
@@ -125,7 +126,7 @@ class VocabParallelCrossEntropy(nn.Module):
         logits = self.lm_head(h)
         if self.opts.gathered:
             full = all_gather(logits, 2, self.world)
-            return self.ce(full[..., :VOCAB], target)
+            return self.ce(full[..., :self.vocab], target)
         return self.ce(logits, target)
 
 
@@ -141,9 +142,9 @@ def generate(out):
         torch.manual_seed(5)
         export_model(Reference(), f"{out}/lmhead_ref.onnx")
 
-        def ranks(name, world, opts=Options()):
+        def ranks(name, world, opts=Options(), vocab=VOCAB):
             for r in range(world):
-                export_model(VocabParallelCrossEntropy(world, r, opts), f"{out}/lmhead_{name}_rank{r}.onnx")
+                export_model(VocabParallelCrossEntropy(world, r, opts, vocab), f"{out}/lmhead_{name}_rank{r}.onnx")
 
         ranks("ce_tp2", 2)
         ranks("ce_pad_tp4", 4)  # 10 columns over 4 ranks: 3 each, rank 3 holds 1 real and 2 padding
@@ -151,3 +152,18 @@ def generate(out):
         ranks("ce_no_max_allreduce_tp2", 2, Options(max_all_reduce=False))
         ranks("ce_pad_unmasked_tp4", 4, Options(mask_padding=False))
         ranks("ce_target_offbyone_tp2", 2, Options(upper_inclusive=True))
+
+
+def generate_worlds(out):
+    """Both layouts on 2, 4 and 8 ranks where generate() lacks them. 8 ranks
+    take a vocab of 15 (lmhead15_ref.onnx): padded to 16, 2 columns per rank,
+    rank 7 holds one real and one padding column (10 ids would leave ranks 5
+    to 7 without a real column). Seeded on a forked RNG."""
+    with torch.random.fork_rng():
+        torch.manual_seed(58)
+        for r in range(2):
+            export_model(VocabParallelCrossEntropy(2, r, Options(gathered=True)), f"{out}/lmhead_gather_tp2_rank{r}.onnx")
+        export_model(Reference(15), f"{out}/lmhead15_ref.onnx")
+        for r in range(8):
+            for name, opts in (("ce", Options()), ("gather", Options(gathered=True))):
+                export_model(VocabParallelCrossEntropy(8, r, opts, 15), f"{out}/lmhead15_{name}_pad_tp8_rank{r}.onnx")

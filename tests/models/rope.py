@@ -57,17 +57,18 @@ class InGraphRotary(nn.Module):
 
 
 class TpAttention(llama.Attention):
-    """llama.Attention (tensor parallel over heads) with in-graph rotary tables."""
+    """llama.Attention (tensor parallel over heads, `kv_head` as there) with
+    in-graph rotary tables."""
 
-    def __init__(self, world=1):
-        super().__init__(world)
+    def __init__(self, world=1, kv_head=None):
+        super().__init__(world, kv_head)
         self.rotary_emb = InGraphRotary(llama.HEAD_DIM)
 
     def forward(self, x):
         b, s, _ = x.shape
         q = self.split_heads(self.q_proj(x), b, s, self.heads)
-        k = self.split_heads(self.k_proj(x), b, s, self.kv_heads)
-        v = self.split_heads(self.v_proj(x), b, s, self.kv_heads)
+        k = self.split_heads(self.own_kv(self.k_proj(x)), b, s, self.kv_heads)
+        v = self.split_heads(self.own_kv(self.v_proj(x)), b, s, self.kv_heads)
         cos, sin = self.rotary_emb(s, 0)
         q, k = llama.apply_rotary(q, cos, sin), llama.apply_rotary(k, cos, sin)
         n_rep = self.heads // self.kv_heads
@@ -79,9 +80,9 @@ class TpAttention(llama.Attention):
 
 
 class TpBlock(llama.Block):
-    def __init__(self, world=1):
-        super().__init__(world)
-        self.self_attn = TpAttention(world)
+    def __init__(self, world=1, kv_head=None):
+        super().__init__(world, kv_head)
+        self.self_attn = TpAttention(world, kv_head)
 
     def forward(self, x):
         x = x + self.self_attn(self.input_layernorm(x))
@@ -143,3 +144,22 @@ def generate(out):
             _export(SpAttention(2, r), f"{out}/rope_sp2_rank{r}.onnx", "seq_local")
             _export(SpAttention(2, r, rope_offset_ok=r != 1), f"{out}/rope_sp_no_offset_rank{r}.onnx",
                     "seq_local")
+
+
+def generate_worlds(out):
+    """rope_tp2 and rope_sp2 on 4 and 8 ranks: TP4 one query head per rank,
+    each of the 2 kv heads on 2 ranks (replicated k/v projections, as
+    llama_tp4); TP8 a block of 8 query heads of size 2 (its own reference
+    rope8h_ref.onnx); context parallelism on 4 and 8 ranks against
+    rope_attn_ref.onnx. Seeded on a forked RNG."""
+    with torch.random.fork_rng():
+        torch.manual_seed(77)
+        for r in range(4):
+            _export(TpBlock(4, llama.kv_head_of(r, 4)), f"{out}/rope_tp4_rank{r}.onnx", "seq")
+        with llama.heads(8):
+            _export(TpBlock(), f"{out}/rope8h_ref.onnx", "seq")
+            for r in range(8):
+                _export(TpBlock(8, llama.kv_head_of(r, 8)), f"{out}/rope8h_tp8_rank{r}.onnx", "seq")
+        for world in (4, 8):
+            for r in range(world):
+                _export(SpAttention(world, r), f"{out}/rope_sp{world}_rank{r}.onnx", "seq_local")

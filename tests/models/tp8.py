@@ -44,13 +44,8 @@ def _generate(out, batch, seq):
         sp.export_block(sp.Block(HEADS, world, r, sp.TP), f"{out}/gpt8h_tp8_rank{r}.onnx", False, batch, seq + 2)
         sp.export_block(sp.Block(HEADS, world, r, sp.SP), f"{out}/gpt8h_sp8_rank{r}.onnx", True, batch, seq)
 
-    # gpt.Attention reads gpt.HEADS when it is built.
-    saved = gpt.HEADS
-    gpt.HEADS = HEADS
-    try:
+    with gpt.heads(HEADS):
         fused = gpt.Options(fused_qkv=True)
         gpt._export(gpt.Block(1, fused), f"{out}/gpt8h_fused_ref.onnx")
         for r in range(world):
             gpt._export(gpt.Block(world, fused), f"{out}/gpt8h_fused_tp8_rank{r}.onnx")
-    finally:
-        gpt.HEADS = saved

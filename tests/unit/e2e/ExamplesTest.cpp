@@ -65,6 +65,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"gpt_checkpoint_wrong_tp2.yaml", 1, "(layer checkpoint): REFUTED (dim 2 is 8 on the implementation, 16"},
         // Four blocks deep, weights placed by one pattern per weight.
         Case{"gpt_l4_tp2.yaml", 0, "VERIFIED"},
+        Case{"gpt_l4_tp4.yaml", 0, "VERIFIED"},
+        Case{"gpt8h_l4_tp8.yaml", 0, "VERIFIED"},
+        Case{"gpt_fused_qkv_tp4.yaml", 0, "VERIFIED"},
         // Bugs in attention, each found at its module with a numeric witness.
         Case{"gpt_no_attn_allreduce_tp2.yaml", 1, "REFUTED at module attn.o_proj"},
         Case{"gpt_fused_qkv_chunked_tp2.yaml", 1, "REFUTED at module attn (reference node /attn/MatMul"},
@@ -81,6 +84,12 @@ INSTANTIATE_TEST_SUITE_P(
         // Three layers deep (HF's LlamaModel: layers.0 .. layers.2); the last
         // layer's down_proj partial sums are never reduced.
         Case{"llama_l3_tp2.yaml", 0, "VERIFIED"},
+        Case{"llama_l3_tp4.yaml", 0, "VERIFIED"},
+        Case{"llama8h_l3_tp8.yaml", 0, "VERIFIED"},
+        // Sequence plus tensor parallelism: RMSNorms on the sequence shard.
+        Case{"llama_sp2.yaml", 0, "VERIFIED"},
+        Case{"llama_sp4.yaml", 0, "VERIFIED"},
+        Case{"llama8h_sp8.yaml", 0, "VERIFIED"},
         Case{"llama_l3_no_allreduce_down2_tp2.yaml", 1, "REFUTED at module layers.2.mlp.down_proj"},
         // Rotary tables computed in the graph (Range, inv_freq @ positions, Cos,
         // Sin): under TP every rank builds positions 0 .. seq - 1; under
@@ -88,6 +97,10 @@ INSTANTIATE_TEST_SUITE_P(
         // and a rank that starts at 0 rotates by rank 0's angles.
         Case{"rope_tp2.yaml", 0, "VERIFIED"},
         Case{"rope_sp2.yaml", 0, "VERIFIED"},
+        Case{"rope_tp4.yaml", 0, "VERIFIED"},
+        Case{"rope8h_tp8.yaml", 0, "VERIFIED"},
+        Case{"rope_sp4.yaml", 0, "VERIFIED"},
+        Case{"rope_sp8.yaml", 0, "VERIFIED"},
         Case{"rope_sp_no_offset.yaml", 1, "REFUTED at module rotary_emb (reference node /rotary_emb/MatMul"},
         // Rank 1 reads rotary rows 1..seq: its query heads are rotated wrongly.
         Case{"llama_rope_offset_tp2.yaml", 1, "REFUTED at module self_attn (reference node /self_attn/Mul,"},
@@ -107,6 +120,12 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"lmhead_ce_tp2.yaml", 0, "VERIFIED"},
         Case{"lmhead_ce_pad_tp4.yaml", 0, "VERIFIED"},
         Case{"lmhead_gather_pad_tp4.yaml", 0, "VERIFIED"},
+        Case{"lmhead_gather_tp2.yaml", 0, "VERIFIED"},
+        // Eight ranks: the prover does not yet relate LogSoftmax to the 8 ranks'
+        // logits (nor the vocab-parallel max/exp-sum): never VERIFIED, no
+        // numeric difference. Turn into VERIFIED when it does.
+        Case{"lmhead15_ce_pad_tp8.yaml", 2, "loss: UNKNOWN"},
+        Case{"lmhead15_gather_pad_tp8.yaml", 2, "loss: UNKNOWN"},
         // Each rank subtracts its own max: the exp-sums add up on different scales.
         Case{"lmhead_ce_no_max_allreduce_tp2.yaml", 1,
              {"output 'loss' on rank 0 differs from the reference",
@@ -237,8 +256,10 @@ TEST(Cli, HelpTeachesTheExitCodes) {
 // ranks, causal masks, rotate_half's mixed head/offset indices, repeat_kv, and
 // two ranks holding the same kv head).
 TEST(Cli, EveryLayerOfTheGptAndLlamaBlocksHasARelation) {
-  for (const char *spec : {"gpt_tp2.yaml", "gpt_tp4.yaml", "gpt_l4_tp2.yaml", "llama_tp2.yaml", "llama_tp4.yaml",
-                           "llama_l3_tp2.yaml", "rope_tp2.yaml"}) {
+  for (const char *spec : {"gpt_tp2.yaml", "gpt_tp4.yaml", "gpt_l4_tp2.yaml", "gpt_l4_tp4.yaml", "gpt8h_l4_tp8.yaml",
+                           "gpt_fused_qkv_tp4.yaml", "llama_tp2.yaml", "llama_tp4.yaml", "llama_l3_tp2.yaml",
+                           "llama_l3_tp4.yaml", "llama8h_l3_tp8.yaml", "llama_sp2.yaml", "llama_sp4.yaml",
+                           "llama8h_sp8.yaml", "rope_tp2.yaml", "rope_tp4.yaml", "rope8h_tp8.yaml"}) {
     auto r = runShardproof("check " + example(spec));
     EXPECT_EQ(r.exitCode, 0) << r.out;
     EXPECT_EQ(r.out.find("NO RELATION"), std::string::npos) << spec << "\n" << r.out;
