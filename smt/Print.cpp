@@ -92,7 +92,10 @@ struct Printer {
           }
           s += " + ";
         }
-        s += sub(as[i], PAdd);
+        // A later operand that is itself a sum or difference keeps its
+        // parentheses: `a + (0 - x)` printed `a + 0 - x` would parse back as
+        // `(a + 0) - x`, another tree, and the rendering would not be stable.
+        s += sub(as[i], i == 0 ? PAdd : PAdd + 1);
       }
       return PAdd;
     }
