@@ -126,7 +126,7 @@ struct Options {
   unsigned maxExpansion = 64; // class expansions when comparing outputs
   /// Term nodes beyond which a reference term is neither normalized nor
   /// covered (it only arises below a node no rank computes).
-  unsigned maxTermNodes = 1000;
+  unsigned maxTermNodes = 4000; // an 8-shard LogSoftmax is about 2,500
   /// Threads for independent solver work (the obligations); results are the
   /// same for any value.
   unsigned jobs = 1;
