@@ -33,13 +33,11 @@ ClassId ClassTable::add(ClassInfo info) {
 }
 
 ClassId ClassTable::intern(ClassInfo info, bool &created) {
-  size_t h = info.def->hash;
-  for (ClassId c : byHash_[h]) {
-    if (ir::sameTerm(classes_[c].def, info.def) && classes_[c].shape.same(info.shape)) {
-      created = false;
-      return c;
-    }
+  if (auto c = find(info.def, info.shape)) {
+    created = false;
+    return *c;
   }
+  size_t h = info.def->hash;
   created = true;
   ClassId id = add(std::move(info));
   byHash_[h].push_back(id);

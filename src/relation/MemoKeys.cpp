@@ -3,17 +3,9 @@
 // occurrence (NodeMemo.h says why a hit can be reused).
 #include "Session.h"
 
-#include <cstring>
-
 namespace shardproof::relation {
 
 using namespace ir;
-
-static uint64_t bits(double d) {
-  uint64_t b;
-  std::memcpy(&b, &d, sizeof b);
-  return b;
-}
 
 static void tensorData(MemoKey &k, const std::shared_ptr<const TensorData> &d) {
   k.word(d ? 1 : 0);
@@ -25,7 +17,7 @@ static void tensorData(MemoKey &k, const std::shared_ptr<const TensorData> &d) {
     k.word(static_cast<uint64_t>(x));
   k.word(d->floats.size());
   for (double f : d->floats)
-    k.word(bits(f));
+    k.real(f);
   k.word(d->ints.size());
   for (auto i : d->ints)
     k.word(static_cast<uint64_t>(i));
@@ -47,14 +39,14 @@ static void attribute(MemoKey &k, const std::string &name, const Attribute &a) {
   k.str(name);
   k.word(static_cast<uint64_t>(a.kind));
   k.word(static_cast<uint64_t>(a.i));
-  k.word(bits(a.f));
+  k.real(a.f);
   k.str(a.s);
   k.word(a.ints.size());
   for (auto x : a.ints)
     k.word(static_cast<uint64_t>(x));
   k.word(a.floats.size());
   for (double f : a.floats)
-    k.word(bits(f));
+    k.real(f);
   k.word(a.strings.size());
   for (auto &s : a.strings)
     k.str(s);

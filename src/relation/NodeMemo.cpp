@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_set>
 
 namespace shardproof::relation {
 
@@ -15,6 +14,12 @@ static size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + 
 void MemoKey::word(uint64_t w) {
   words_.push_back(w);
   hash_ = mix(hash_, w);
+}
+
+void MemoKey::real(double d) {
+  uint64_t bits;
+  std::memcpy(&bits, &d, sizeof bits);
+  word(bits);
 }
 
 void MemoKey::str(const std::string &s) {
@@ -52,12 +57,9 @@ void MemoKey::walk(const Term &t) {
   }
   word(static_cast<uint64_t>(t->kind));
   switch (t->kind) {
-  case TermKind::Const: {
-    uint64_t bits;
-    std::memcpy(&bits, &t->value, sizeof bits);
-    word(bits);
+  case TermKind::Const:
+    real(t->value);
     break;
-  }
   case TermKind::Read: {
     auto [it, fresh] = local_.try_emplace(t->cls, static_cast<unsigned>(classes_.size()));
     if (fresh)
@@ -100,43 +102,6 @@ bool MemoKey::sameForm(const MemoKey &o) const {
 bool MemoKey::namesClasses() const {
   for (auto &e : exprs_)
     if (e.hasApp())
-      return true;
-  return false;
-}
-
-static bool termNamesClasses(const Term &t, std::unordered_set<const TermNode *> &seen) {
-  if (!seen.insert(t.get()).second)
-    return false;
-  for (auto &e : t->idx)
-    if (e.hasApp())
-      return true;
-  if ((t->cond.isValid() && t->cond.hasApp()) || (t->lo.isValid() && t->lo.hasApp()) ||
-      (t->hi.isValid() && t->hi.hasApp()))
-    return true;
-  for (auto &a : t->args)
-    if (termNamesClasses(a, seen))
-      return true;
-  return false;
-}
-
-// Side conditions and values of data-dependent ops (a Gather's index bounds)
-// read tensor data by class name.
-static bool opNamesClasses(const OpResult &r) {
-  auto names = [](const smt::Expr &e) { return e.isValid() && e.hasApp(); };
-  for (auto &s : r.shapes)
-    for (auto &d : s.dims)
-      if (names(d))
-        return true;
-  for (auto &v : r.values)
-    if (v)
-      for (auto &e : v->vals)
-        if (names(e))
-          return true;
-  for (auto &e : r.auxExprs)
-    if (names(e))
-      return true;
-  for (auto &o : r.obligations)
-    if (names(o.cond))
       return true;
   return false;
 }
@@ -260,11 +225,24 @@ std::optional<std::pair<const NodeMemo::Result *, Renaming>> NodeMemo::lookup(co
 void NodeMemo::store(MemoKey key, std::vector<ClassId> consulted, Result result) {
   if (!key.usable() || key.namesClasses())
     return;
-  std::unordered_set<const TermNode *> seen;
+  // The result's expressions, walked as a key's are: none may name a class
+  // (a data-dependent read, or a data-dependent op's bounds and values).
+  MemoKey out;
   for (auto &t : result.terms)
-    if (t && termNamesClasses(t, seen))
-      return;
-  if (result.op && opNamesClasses(*result.op))
+    out.term(t);
+  if (const auto &r = result.op) {
+    for (auto &s : r->shapes)
+      out.shape(s);
+    for (auto &v : r->values)
+      if (v)
+        for (auto &e : v->vals)
+          out.expr(e);
+    for (auto &e : r->auxExprs)
+      out.expr(e);
+    for (auto &o : r->obligations)
+      out.expr(o.cond);
+  }
+  if (!out.usable() || out.namesClasses())
     return;
   auto &bucket = entries_[key.hash()];
   if (bucket.size() >= 8)

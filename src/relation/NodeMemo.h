@@ -42,6 +42,7 @@ public:
   static constexpr size_t kMaxNodes = 4096;
 
   void word(uint64_t w);
+  void real(double d); // by its bits
   void str(const std::string &s);
   void expr(const smt::Expr &e);
   void shape(const std::optional<ir::Shape> &s);
