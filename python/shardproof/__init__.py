@@ -1,0 +1,4 @@
+"""shardproof's Python side: capture what a torch.distributed program computes on
+every rank as ONNX graphs the C++ prover reads (see docs/pytorch.md)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,79 @@
+"""python3 -m shardproof.torch export FILE.py:FACTORY --world-size P --out DIR"""
+import argparse
+import sys
+
+EPILOG = """\
+FACTORY is a function in FILE.py that returns a shardproof.torch.Case: how to
+build the reference module, how to build the implementation on one rank (it
+calls torch.distributed as it would in a real run: get_rank, get_world_size,
+all_reduce, all_gather, reduce_scatter, all_to_all_single), example inputs for
+given sizes, and which input axes are dynamic. Every rank is run in this one
+process under a simulated process group (no communication, no GPU) and
+exported with torch.onnx.export (opset 17), each at two example sizes: the two
+exports must be identical, or a size was baked into the graph.
+
+Writes DIR/reference.onnx and DIR/rank0.onnx .. rank{P-1}.onnx (all or none).
+Then:
+  shardproof init DIR/reference.onnx --ranks 'DIR/rank{r}.onnx' --world-size P -o spec.yaml
+  shardproof check spec.yaml
+
+Example:
+  tools/shardproof-torch export tests/models/megatron/gpt2.py:gpt2_tp --world-size 2 --out /tmp/gpt2
+
+Exit codes: 0 exported, 1 the program could not be captured (the message says
+where and why), 2 bad command line. See docs/pytorch.md.
+"""
+
+
+def _dynamic(text):
+    # x=0:batch,1:seq
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected INPUT=AXIS:NAME[,AXIS:NAME...], got '{text}'")
+    name, axes = text.split("=", 1)
+    out = {}
+    for item in axes.split(","):
+        axis, _, sym = item.partition(":")
+        if not axis.strip().lstrip("-").isdigit() or not sym.strip():
+            raise argparse.ArgumentTypeError(f"expected AXIS:NAME in '{text}', got '{item}'")
+        out[int(axis)] = sym.strip()
+    return name.strip(), out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m shardproof.torch",
+                                     description="Capture a torch.distributed program's ranks for shardproof.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    exp = sub.add_parser("export", help="export the reference and every rank to ONNX",
+                         description="Export the reference and every rank of a sharded program to ONNX.",
+                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    exp.add_argument("factory", metavar="FILE.py:FACTORY")
+    exp.add_argument("--world-size", "-P", type=int, required=True, help="number of ranks")
+    exp.add_argument("--out", "-o", required=True, metavar="DIR", help="directory for the ONNX files")
+    exp.add_argument("--dynamic", type=_dynamic, action="append", default=[], metavar="INPUT=AXIS:NAME,...",
+                     help="mark input axes dynamic (adds to the Case's dynamic axes), e.g. x=0:batch,1:seq")
+    exp.add_argument("--quiet", "-q", action="store_true")
+    args = parser.parse_args(argv)
+
+    from . import exporter
+    from .process_group import CaptureError, intercepted
+    try:
+        with intercepted():
+            case = exporter.load_factory(args.factory)
+            for name, axes in args.dynamic:
+                case.dynamic.setdefault(name, {}).update(axes)
+                if case.rank_dynamic is not None:
+                    case.rank_dynamic.setdefault(name, {}).update(axes)
+            log = None if args.quiet else (lambda m: print(m, file=sys.stderr))
+            result = exporter.export(case, args.world_size, args.out, log=log)
+    except CaptureError as e:
+        print(f"shardproof.torch: error: {e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        print(f"wrote {result.reference} and {len(result.ranks)} rank graphs to {result.directory}")
+        for c in result.collectives:
+            print(f"  {c}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

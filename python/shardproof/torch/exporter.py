@@ -1,0 +1,293 @@
+"""Exports the reference and every rank of a sharded torch program to ONNX.
+
+Each graph is exported twice, at two example sizes, and the two files must be
+identical: a size that differs between them was baked into the graph.
+"""
+import dataclasses
+import io
+import os
+import shutil
+import tempfile
+import warnings
+from typing import Callable, Dict, List, Optional
+
+import onnx
+import torch
+
+from . import collectives as C
+from . import process_group as pg
+from .compare import first_difference
+from .process_group import CaptureError
+
+OPSET = 17
+
+
+@dataclasses.dataclass
+class Case:
+    """What FACTORY() returns: how to build and feed the reference and the ranks.
+
+    reference:      () -> nn.Module, the single-device model.
+    implementation: () -> nn.Module, built once per rank under the simulated
+                    process group (dist.get_rank() / get_world_size() work in
+                    __init__ and forward).
+    inputs:         sizes -> {name: tensor}, the reference's example inputs in
+                    the order of forward's parameters; `sizes` maps each
+                    dynamic size name to an integer.
+    rank_inputs:    (sizes, rank, world_size) -> {name: tensor}; default: inputs.
+    dynamic:        {input name: {axis: size name}} for the reference (and the
+                    ranks, unless rank_dynamic is given).
+    outputs:        output names (default: "y", or y0, y1, ... for a tuple).
+    sizes:          two example size assignments; default: distinct multiples
+                    of the world size per size name.
+    """
+    reference: Callable[[], torch.nn.Module]
+    implementation: Callable[[], torch.nn.Module]
+    inputs: Callable[[Dict[str, int]], Dict[str, torch.Tensor]]
+    rank_inputs: Optional[Callable[[Dict[str, int], int, int], Dict[str, torch.Tensor]]] = None
+    dynamic: Dict[str, Dict[int, str]] = dataclasses.field(default_factory=dict)
+    rank_dynamic: Optional[Dict[str, Dict[int, str]]] = None
+    outputs: Optional[List[str]] = None
+    sizes: Optional[List[Dict[str, int]]] = None
+
+
+@dataclasses.dataclass
+class Exported:
+    directory: str
+    reference: str
+    ranks: List[str]
+    collectives: List[str]  # rank 0's collective calls, in order
+
+
+def default_sizes(case, world_size):
+    names = sorted({n for axes in list(case.dynamic.values()) + list((case.rank_dynamic or {}).values())
+                    for n in axes.values()})
+    # Distinct per name (a size equal to another could hide which one was baked
+    # in), multiples of the world size (even splits need them).
+    first = {n: world_size * (2 + i) for i, n in enumerate(names)}
+    second = {n: world_size * (3 + len(names) + i) for i, n in enumerate(names)}
+    return [first, second]
+
+
+def _output_names(case, sample):
+    if case.outputs:
+        return list(case.outputs)
+    if isinstance(sample, (tuple, list)):
+        return [f"y{i}" for i in range(len(sample))]
+    return ["y"]
+
+
+def _build(what, factory):
+    try:
+        module = factory()
+    except CaptureError:
+        raise
+    except Exception as e:  # the user's constructor failed: say which one, with its location
+        raise CaptureError(f"building the {what} failed: {type(e).__name__}: {e} (at {_where(e)})") from e
+    if not isinstance(module, torch.nn.Module):
+        raise CaptureError(f"the {what} factory returned {type(module).__name__}, not a torch.nn.Module")
+    # torch.onnx.export merges parameters with equal values (two LayerNorms
+    # initialised to ones would share one input): the values do not matter to
+    # the graph, so every parameter gets distinct ones.
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.is_floating_point():
+                p.normal_()
+    return module.eval()
+
+
+def _where(e):
+    tb = e.__traceback__
+    site = "<unknown location>"
+    while tb is not None:
+        path = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if not path.startswith(pg._PACKAGE_DIR) and not path.startswith(pg._TORCH_DIR):
+            site = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return site
+
+
+def _export_one(what, module, inputs, dynamic, outputs_hint, case):
+    names = list(inputs.keys())
+    args = tuple(inputs[n] for n in names)
+    with torch.no_grad():
+        try:
+            sample = module(*args)
+        except CaptureError:
+            raise
+        except Exception as e:
+            raise CaptureError(f"running the {what} failed: {type(e).__name__}: {e} (at {_where(e)})") from e
+    output_names = outputs_hint or _output_names(case, sample)
+    del pg._rec().calls[:]  # only the export's own trace counts
+    for n in dynamic:
+        if n not in inputs and n not in output_names:
+            raise CaptureError(f"the dynamic axes name '{n}', which is neither an input ({', '.join(names)}) nor "
+                               f"an output ({', '.join(output_names)}) of the {what}")
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            # Parameters as graph inputs named by their module path; no constant
+            # folding, which would fold a weight's transpose into a new, unnamed
+            # tensor.
+            torch.onnx.export(module, args, buf, opset_version=OPSET, input_names=names,
+                              output_names=output_names, dynamic_axes=dynamic, export_params=False,
+                              do_constant_folding=False)
+        except CaptureError:
+            raise
+        except Exception as e:
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise CaptureError(f"torch.onnx.export of the {what} failed: {msg} (at {_where(e)})") from e
+    model = onnx.load_from_string(buf.getvalue())
+    used = {n.domain for n in model.graph.node if n.domain not in ("", "ai.onnx")}
+    have = {o.domain for o in model.opset_import}
+    for d in sorted(used - have):
+        model.opset_import.append(onnx.helper.make_opsetid(d, C.CUSTOM_DOMAINS.get(d, 1)))
+    # The exporter writes wrong shapes into value_info for custom-op outputs
+    # (seen: a dim named `seq` twice): keep none for them.
+    custom = {o for n in model.graph.node if n.domain in used for o in n.output}
+    keep = [vi for vi in model.graph.value_info if vi.name not in custom]
+    del model.graph.value_info[:]
+    model.graph.value_info.extend(keep)
+    # Behind a collective the exporter no longer knows an output's sizes and
+    # invents names for them ('Addy_dim_2'), which would read as new symbols:
+    # an output dim keeps only a size name the dynamic axes declared.
+    declared = {n for axes in dynamic.values() for n in axes.values()}
+    for out in model.graph.output:
+        for d in out.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param not in declared:
+                d.ClearField("dim_param")
+    return model, output_names
+
+
+def _annotate(model, calls):
+    """Writes each collective's user call site into its node's doc_string (the
+    k-th collective node is the k-th recorded call that emitted one)."""
+    nodes = [n for n in model.graph.node if (n.domain, n.op_type) in C.NODE_TYPES]
+    if len(nodes) == len(calls):
+        for node, (kind, attrs, site) in zip(nodes, calls):
+            node.doc_string = site
+
+
+def _describe(calls):
+    return [f"{kind}({', '.join(f'{k}={v}' for k, v in attrs.items())}) at {site}" for kind, attrs, site in calls]
+
+
+def _signature(calls):
+    return [(kind, tuple(sorted(attrs.items()))) for kind, attrs, _ in calls]
+
+
+def export(case: Case, world_size: int, out: str, log=None) -> Exported:
+    """Exports DIR/reference.onnx and DIR/rank{r}.onnx for r < world_size.
+    Raises CaptureError on any problem; nothing is written unless every graph
+    exported and passed the checks."""
+    if world_size < 1:
+        raise CaptureError(f"--world-size must be at least 1, got {world_size}")
+    sizes = case.sizes or default_sizes(case, world_size)
+    if len(sizes) != 2 or sizes[0] == sizes[1]:
+        raise CaptureError("Case.sizes must be two different size assignments")
+    rank_inputs = case.rank_inputs or (lambda s, r, p: case.inputs(s))
+    rank_dynamic = case.rank_dynamic if case.rank_dynamic is not None else case.dynamic
+    say = log or (lambda msg: None)
+
+    models = {}
+    with pg.intercepted():
+        jobs = [("reference", "reference", 0, 1, case.reference, lambda s: case.inputs(s), case.dynamic)]
+        jobs += [(f"rank{r}", f"implementation on rank {r}", r, world_size, case.implementation,
+                  (lambda s, r=r: rank_inputs(s, r, world_size)), rank_dynamic) for r in range(world_size)]
+        signatures = {}
+        for key, what, rank, world, factory, feed, dynamic in jobs:
+            exports = []
+            for k, s in enumerate(sizes):
+                with pg.simulated(rank, world) as rec:
+                    torch.manual_seed(0)
+                    module = _build(what, factory)
+                    outputs = models[("outputs",)] if ("outputs",) in models else None
+                    model, out_names = _export_one(what, module, feed(dict(s)), dynamic, outputs, case)
+                    models.setdefault(("outputs",), out_names)
+                    _annotate(model, rec.calls)
+                    exports.append((model, rec.calls))
+            diff = first_difference(exports[0][0], exports[1][0], sizes)
+            if diff:
+                raise CaptureError(f"the {what}'s graph depends on the example size: {diff}")
+            if rank != 0 or key != "reference":
+                signatures[key] = exports[0][1]
+            models[key] = exports[0][0]
+            say(f"exported {what}: {len(exports[0][0].graph.node)} nodes, {len(exports[0][1])} collectives")
+        _check_same_collectives(signatures, world_size)
+
+    return _write(models, world_size, out, signatures.get("rank0", []))
+
+
+def _check_same_collectives(signatures, world_size):
+    base = signatures.get("rank0", [])
+    for r in range(1, world_size):
+        calls = signatures.get(f"rank{r}", [])
+        if _signature(calls) != _signature(base):
+            raise CaptureError(
+                f"rank {r} calls other collectives than rank 0 (every rank must call the same ones in the same "
+                "order, or the real run deadlocks or mixes tensors):\n  rank 0: " + "\n          ".join(
+                    _describe(base) or ["(none)"]) + f"\n  rank {r}: " + "\n          ".join(
+                    _describe(calls) or ["(none)"]))
+
+
+def _write(models, world_size, out, calls):
+    parent = os.path.dirname(os.path.abspath(out)) or "."
+    if not os.path.isdir(parent):
+        raise CaptureError(f"cannot write into {out}: the directory {parent} does not exist")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise CaptureError(f"--out {out} exists and is not a directory")
+    files = {"reference.onnx": models["reference"]}
+    files.update({f"rank{r}.onnx": models[f"rank{r}"] for r in range(world_size)})
+    # Everything is written into a temporary directory first, then moved into
+    # place: a failure leaves no half-written export behind.
+    tmp = tempfile.mkdtemp(prefix=".shardproof-export-", dir=parent)
+    try:
+        for name, model in files.items():
+            onnx.checker.check_model(model)
+            onnx.save(model, os.path.join(tmp, name))
+        os.makedirs(out, exist_ok=True)
+        for name in files:
+            os.replace(os.path.join(tmp, name), os.path.join(out, name))
+    except onnx.checker.ValidationError as e:
+        raise CaptureError(f"the exported graph {name} is not valid ONNX: {e}") from e
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Exported(out, os.path.join(out, "reference.onnx"),
+                    [os.path.join(out, f"rank{r}.onnx") for r in range(world_size)], _describe(calls))
+
+
+def load_factory(spec):
+    """'path/to/file.py:FACTORY' -> the Case it returns (imported with the
+    torch.distributed API already intercepted by the caller)."""
+    import importlib.util
+    if ":" not in spec:
+        raise CaptureError(f"expected FILE.py:FACTORY, got '{spec}'")
+    path, name = spec.rsplit(":", 1)
+    if not os.path.isfile(path):
+        raise CaptureError(f"{path}: no such file")
+    mod_name = "_shardproof_user_" + os.path.splitext(os.path.basename(path))[0]
+    loader = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(loader)
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        loader.loader.exec_module(module)
+    except CaptureError:
+        raise
+    except Exception as e:
+        raise CaptureError(f"importing {path} failed: {type(e).__name__}: {e} (at {_where(e)})") from e
+    finally:
+        sys.path.pop(0)
+    factory = getattr(module, name, None)
+    if factory is None:
+        names = [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
+        raise CaptureError(f"{path} has no '{name}' (callables there: {', '.join(names) or 'none'})")
+    try:
+        case = factory()
+    except CaptureError:
+        raise
+    except Exception as e:
+        raise CaptureError(f"{spec}() failed: {type(e).__name__}: {e} (at {_where(e)})") from e
+    if not isinstance(case, Case):
+        raise CaptureError(f"{spec}() returned {type(case).__name__}, not a shardproof.torch.Case")
+    return case
