@@ -7,6 +7,7 @@
 #include "shardproof/relation/Verifier.h"
 #include "shardproof/report/RelationFile.h"
 #include "shardproof/report/Report.h"
+#include "shardproof/spec/Draft.h"
 #include "shardproof/spec/Spec.h"
 
 #include <CLI/CLI.hpp>
@@ -101,6 +102,31 @@ Examples:
   shardproof check specs/examples/mlp_no_allreduce.yaml --witness
   shardproof check specs/examples/seq_chunk_tp3.yaml --sample 5
 
+)";
+
+const char *kInitFooter = R"(
+Drafts a spec from the graphs alone, so that checking a new model starts from
+something that runs. Every reference input and output gets a placement:
+  replicated     the same shape on the reference and every rank
+  {shard: K}     axis K is cut across the ranks, with the split policy whose
+                 per-rank sizes are exactly the ranks' (even, chunk,
+                 tensor_split, sizes, pad_to_multiple); a rank-only size such
+                 as seq_local is assumed an even split, with the constraint
+                 it needs written under constraints:
+  values:        integer ids that index an embedding table get its range
+  (omitted)      initializers equal on the reference and every rank
+  TODO           anything else; `shardproof check` rejects the spec until each
+                 TODO is replaced (the comment beside it says what to decide)
+Each guess carries a comment saying what it was inferred from. Every dynamic
+size of the reference is listed under symbols; inputs only the ranks have are
+listed at the end, to be bound if they carry sizes as data.
+
+Examples:
+  shardproof init out/reference.onnx out/rank0.onnx out/rank1.onnx -o spec.yaml
+  shardproof init out/reference.onnx --ranks 'out/rank{r}.onnx' --world-size 4 -o spec.yaml
+  shardproof check spec.yaml
+
+Exit codes: 0 written (TODOs included), 3 bad input (nothing written).
 )";
 
 double secondsSince(std::chrono::steady_clock::time_point t) {
@@ -226,6 +252,77 @@ int run(const CheckArgs &a, bool infer) {
   return report::exitCode(result->verdict, diff);
 }
 
+struct InitArgs {
+  std::vector<std::string> models; // reference, then ranks
+  std::string ranksPattern;
+  unsigned worldSize = 0;
+  std::string output;
+  bool force = false;
+};
+
+// `init`: loads the graphs, drafts the spec next to where it will live.
+int runInit(const InitArgs &a) {
+  namespace fs = std::filesystem;
+  if (a.models.empty())
+    return reportError(userError("init needs the reference model (and the rank models or --ranks)"));
+  std::vector<std::string> rankPaths(a.models.begin() + 1, a.models.end());
+  if (!a.ranksPattern.empty()) {
+    if (!rankPaths.empty())
+      return reportError(userError("give the rank models either as arguments or with --ranks, not both"));
+    if (a.worldSize == 0)
+      return reportError(userError("--ranks '" + a.ranksPattern + "' needs --world-size P"));
+    if (a.ranksPattern.find("{r}") == std::string::npos)
+      return reportError(userError("--ranks '" + a.ranksPattern + "' has no {r} for the rank number"));
+    for (unsigned r = 0; r < a.worldSize; ++r) {
+      std::string p = a.ranksPattern;
+      p.replace(p.find("{r}"), 3, std::to_string(r));
+      rankPaths.push_back(p);
+    }
+  } else if (a.worldSize && a.worldSize != rankPaths.size()) {
+    return reportError(userError("--world-size " + std::to_string(a.worldSize) + " but " +
+                                 std::to_string(rankPaths.size()) + " rank models were given"));
+  }
+  if (rankPaths.empty())
+    return reportError(userError("init needs the rank models: `init REF.onnx RANK0.onnx ...` or --ranks "
+                                 "'dir/rank{r}.onnx' --world-size P"));
+  std::error_code ec;
+  fs::path out = fs::absolute(a.output);
+  for (const std::string &m : a.models)
+    if (fs::equivalent(m, out, ec))
+      return reportError(userError("-o " + a.output + " is one of the input models; choose another path"));
+  for (const std::string &m : rankPaths)
+    if (fs::equivalent(m, out, ec))
+      return reportError(userError("-o " + a.output + " is one of the rank models; choose another path"));
+  if (fs::exists(out) && !a.force)
+    return reportError(userError(a.output + " already exists; pass --force to replace it"));
+  if (auto e = report::checkWritable(a.output))
+    return reportError(std::move(e));
+  auto ref = onnxio::loadModel(a.models[0]);
+  if (!ref)
+    return reportError(ref.takeError());
+  auto ranks = onnxio::loadModels(rankPaths, 1);
+  if (!ranks)
+    return reportError(ranks.takeError());
+  // Paths in a spec are relative to the spec's own directory.
+  fs::path base = out.parent_path();
+  auto rel = [&](const std::string &p) { return fs::relative(fs::absolute(p), base, ec).generic_string(); };
+  spec::DraftInput in;
+  in.reference = &*ref;
+  in.referencePath = rel(a.models[0]);
+  for (size_t r = 0; r < ranks->size(); ++r) {
+    in.ranks.push_back(&(*ranks)[r]);
+    in.rankPaths.push_back(rel(rankPaths[r]));
+  }
+  spec::Draft d = spec::draftSpec(in);
+  if (auto e = report::writeFileAtomically(a.output, d.yaml))
+    return reportError(std::move(e));
+  llvm::outs() << "wrote " << a.output << ": " << d.guesses << " placements guessed, " << d.todos
+               << " left as TODO\n";
+  llvm::outs() << (d.todos ? "edit the TODO lines, then run: shardproof check " : "next: shardproof check ")
+               << a.output << "\n";
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -302,6 +399,16 @@ int main(int argc, char **argv) {
   addCommon(infer, inferArgs);
   infer->add_option("-o,--output", inferArgs.relationsOut, "The relation file to write (YAML)")->required();
 
+  InitArgs initArgs;
+  auto *init = app.add_subcommand("init", "Draft a spec from the reference and rank models");
+  init->footer(kInitFooter);
+  init->add_option("models", initArgs.models, "REFERENCE.onnx, then RANK0.onnx RANK1.onnx ... (or use --ranks)")
+      ->required();
+  init->add_option("--ranks", initArgs.ranksPattern, "Rank models as a pattern with {r}, e.g. 'out/rank{r}.onnx'");
+  init->add_option("--world-size", initArgs.worldSize, "Number of ranks (with --ranks)")->check(CLI::Range(1u, 4096u));
+  init->add_option("-o,--output", initArgs.output, "The spec to write (YAML)")->required();
+  init->add_flag("--force", initArgs.force, "Replace the output file if it exists");
+
   auto *ops = app.add_subcommand("ops", "List the supported operators");
 
   try {
@@ -322,6 +429,8 @@ int main(int argc, char **argv) {
       llvm::outs() << (std::string(d->domain).empty() ? "" : std::string(d->domain) + "::") << d->type << "\n";
     return 0;
   }
+  if (*init)
+    return runInit(initArgs);
   if (*infer)
     return run(inferArgs, /*infer=*/true);
   if (*replay)

@@ -31,6 +31,11 @@ Placement fromScalar(const YamlDoc &doc, const MapView::Entry &e, const std::str
   }
   if (s == "shard")
     fail(what + ": 'shard' needs an axis; write {shard: K}", e.valueLoc);
+  // `shardproof init` writes TODO where it could not guess: never a default.
+  if (s == "TODO")
+    fail(what + " is still TODO (drafted by shardproof init): replace TODO with its placement (replicated, "
+                "partial, {shard: K} or a relation; the comment on that line says what could not be guessed)",
+         e.valueLoc);
   // A lone word cannot be a relation (those need '@' or a call): treat it as a typo.
   if (isIdentifier(s))
     fail("unknown placement '" + s + "' for " + what +

@@ -1,0 +1,89 @@
+// inferShapes: the op table's shape inference over a whole graph, in order.
+#include "shardproof/ir/ShapeInference.h"
+
+namespace shardproof::ir {
+
+namespace {
+
+// Integer data small enough to be shape arithmetic, as symbolic values.
+std::optional<IntTensor> intValues(const TensorData &d) {
+  if (!d.isInteger() || d.numElements() > 64)
+    return std::nullopt;
+  IntTensor t;
+  t.dims = d.dims;
+  for (int64_t x : d.ints)
+    t.vals.push_back(smt::Expr::intConst(x));
+  return t;
+}
+
+} // namespace
+
+std::vector<InferredValue> inferShapes(const Graph &g, int worldSize) {
+  std::vector<InferredValue> out(g.values.size());
+  for (size_t id = 0; id < g.values.size(); ++id) {
+    const Value &v = g.values[id];
+    out[id].dtype = v.dtype;
+    if (v.init) {
+      Shape s;
+      for (int64_t d : v.init->dims)
+        s.dims.push_back(smt::Expr::intConst(d));
+      out[id].shape = s;
+      out[id].data = v.init;
+      out[id].value = intValues(*v.init);
+    } else if (v.producer < 0 && v.declared) {
+      out[id].shape = v.declared; // a graph input
+    }
+  }
+  int64_t opset = 17;
+  if (auto it = g.opsets.find(""); it != g.opsets.end())
+    opset = it->second;
+  for (const Node &n : g.nodes) {
+    const OpDef *def = lookupOp(n.domain, n.opType);
+    if (!def)
+      continue;
+    OpInputs in{n, {}, {}, {}, {}, worldSize, opset, {}, {}, {}};
+    bool known = true;
+    for (int id : n.inputs) {
+      if (id < 0) {
+        in.shapes.push_back(std::nullopt);
+        in.dtypes.push_back(DType::Other);
+        in.values.push_back(std::nullopt);
+        in.data.push_back(nullptr);
+        continue;
+      }
+      known = known && out[id].shape.has_value();
+      in.shapes.push_back(out[id].shape);
+      in.dtypes.push_back(out[id].dtype);
+      in.values.push_back(out[id].value);
+      in.data.push_back(out[id].data);
+    }
+    if (!known)
+      continue;
+    auto res = def->infer(in);
+    if (!res) {
+      llvm::consumeError(res.takeError());
+      continue;
+    }
+    for (size_t s = 0; s < n.outputs.size() && s < res->shapes.size(); ++s) {
+      InferredValue &o = out[n.outputs[s]];
+      o.shape = res->shapes[s];
+      if (s < res->dtypes.size())
+        o.dtype = res->dtypes[s];
+      if (s < res->values.size())
+        o.value = res->values[s];
+      // Shape arithmetic on small integer tensors (Mul of a dim by 2, ...).
+      if (!o.value)
+        o.value = foldIntValues(in, *res, static_cast<unsigned>(s));
+    }
+    // A Constant's data, for the shape arithmetic that reads it.
+    if (n.opType == "Constant" && n.outputs.size() == 1)
+      if (const Attribute *a = n.attr("value"); a && a->tensor) {
+        out[n.outputs[0]].data = a->tensor;
+        if (!out[n.outputs[0]].value)
+          out[n.outputs[0]].value = intValues(*a->tensor);
+      }
+  }
+  return out;
+}
+
+} // namespace shardproof::ir

@@ -1,0 +1,194 @@
+// draftSpec: the YAML `shardproof init` writes. Guesses come from
+// DraftGuess.cpp; this file collects each tensor's sides, the symbols and the
+// constraints, and lays the spec out with a comment beside every guess.
+#include "shardproof/spec/Draft.h"
+
+#include "DraftGuess.h"
+
+#include <algorithm>
+#include <set>
+
+namespace shardproof::spec {
+
+using draft::Guess;
+using draft::Side;
+
+namespace {
+
+// A YAML key as written: plain when it is a plain name, quoted otherwise.
+std::string key(const std::string &name) {
+  bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '/';
+  });
+  if (plain && name != "TODO")
+    return name;
+  std::string q = "\"";
+  for (char c : name)
+    q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  return q + "\"";
+}
+
+Side sideOf(const ir::Graph &g, const std::vector<ir::InferredValue> &shapes, const std::string &name) {
+  Side s;
+  auto id = g.find(name);
+  if (!id)
+    return s;
+  s.present = true;
+  s.dtype = g.values[*id].dtype;
+  s.shape = shapes[*id].shape;
+  s.data = g.values[*id].init;
+  return s;
+}
+
+// `{a: 1}` + `values: R` -> `{a: 1, values: R}`; `replicated` -> `{replicated: true, values: R}`.
+std::string withValues(const std::string &placement, const std::string &range) {
+  if (placement == "replicated")
+    return "{replicated: true, values: " + range + "}";
+  return placement.substr(0, placement.size() - 1) + ", values: " + range + "}";
+}
+
+// One `key: placement  # why` line, the comment on the line above when long.
+void emit(std::string &out, const std::string &name, const Guess &g) {
+  std::string line = "  " + key(name) + ": " + g.placement;
+  std::string comment = "# " + g.why;
+  if (line.size() + 2 + comment.size() <= 118)
+    out += line + "  " + comment + "\n";
+  else
+    out += "  " + comment + "\n" + line + "\n";
+}
+
+std::vector<std::string> symbolsOf(const ir::Graph &g, const std::vector<ir::InferredValue> &shapes) {
+  std::set<std::string> names;
+  auto add = [&](int id) {
+    if (const auto &s = shapes[id].shape)
+      for (const auto &d : s->dims)
+        for (const auto &v : d.vars())
+          names.insert(v);
+  };
+  for (int id : g.inputs)
+    add(id);
+  for (int id : g.outputs)
+    add(id);
+  return {names.begin(), names.end()};
+}
+
+// "dir/rank{r}.onnx" when every path is the same but for the rank number.
+std::string rankPattern(const std::vector<std::string> &paths) {
+  if (paths.empty())
+    return "";
+  const std::string &p0 = paths[0];
+  for (size_t at = p0.find('0'); at != std::string::npos; at = p0.find('0', at + 1)) {
+    std::string pre = p0.substr(0, at), post = p0.substr(at + 1);
+    bool fits = true;
+    for (size_t r = 0; r < paths.size() && fits; ++r)
+      fits = paths[r] == pre + std::to_string(r) + post;
+    if (fits)
+      return pre + "{r}" + post;
+  }
+  return "";
+}
+
+} // namespace
+
+Draft draftSpec(const DraftInput &in) {
+  const ir::Graph &ref = *in.reference;
+  const int P = static_cast<int>(in.ranks.size());
+  auto refShapes = ir::inferShapes(ref, 1);
+  std::vector<std::vector<ir::InferredValue>> rankShapes;
+  for (const ir::Graph *g : in.ranks)
+    rankShapes.push_back(ir::inferShapes(*g, P));
+  std::vector<std::string> refSymbols = symbolsOf(ref, refShapes);
+
+  Draft d;
+  std::vector<std::string> constraints;
+  std::string inputs, outputs, constants;
+  unsigned omitted = 0;
+  auto place = [&](const std::string &name, bool output, std::string &out) {
+    Side r = sideOf(ref, refShapes, name);
+    std::vector<Side> ranks;
+    for (int k = 0; k < P; ++k)
+      ranks.push_back(sideOf(*in.ranks[k], rankShapes[k], name));
+    Guess g = draft::guessPlacement(name, r, ranks, refSymbols, output);
+    // Integer inputs that index an embedding carry their range; other integer
+    // inputs (sizes as data, masks) need a person to say what they hold.
+    if (!output && !g.todo && !g.omit && !ir::isFloating(r.dtype) && r.dtype != ir::DType::Bool) {
+      auto id = ref.find(name);
+      auto rows = id ? draft::tableRows(ref, refShapes, *id) : std::nullopt;
+      if (rows) {
+        g.placement = withValues(g.placement, "{min: 0, max: " + std::to_string(*rows - 1) + "}");
+        g.why += "; ids index a table of " + std::to_string(*rows) + " rows";
+      } else if (r.shape && r.shape->rank() <= 1) {
+        g = Guess{"TODO", "TODO: an integer input (" + std::string(ir::toString(r.dtype)) +
+                              "): bind what it holds, e.g. {value: seq} for a length, {each: {min: 1, max: seq}}, "
+                              "{elements: [...]}, or its range with values: {min, max}",
+                  {}, true};
+      }
+    }
+    if (g.omit) {
+      ++omitted;
+      return;
+    }
+    (g.todo ? d.todos : d.guesses)++;
+    for (auto &c : g.constraints)
+      if (std::find(constraints.begin(), constraints.end(), c) == constraints.end())
+        constraints.push_back(c);
+    emit(out, name, g);
+  };
+  for (int id : ref.inputs)
+    place(ref.values[id].name, false, inputs);
+  for (int id : ref.initializers)
+    place(ref.values[id].name, false, inputs);
+  for (int id : ref.outputs)
+    place(ref.values[id].name, true, outputs);
+
+  std::string &y = d.yaml;
+  y += "# Drafted by `shardproof init` from " + in.referencePath + " and " + std::to_string(P) +
+       " rank graphs.\n"
+       "# Every placement is a guess with its reason beside it: read them before trusting a\n"
+       "# verdict. `shardproof check` rejects the spec while a TODO is left"
+       " (" + std::to_string(d.todos) + " here).\n";
+  y += "shardproof: 1\nreference: " + key(in.referencePath) + "\nimplementation:\n  world_size: " +
+       std::to_string(P) + "\n";
+  if (std::string pat = rankPattern(in.rankPaths); !pat.empty()) {
+    y += "  ranks: " + key(pat) + "\n";
+  } else {
+    y += "  ranks:\n";
+    for (const auto &p : in.rankPaths)
+      y += "    - " + key(p) + "\n";
+  }
+  if (!refSymbols.empty()) {
+    y += "symbols:  # the reference's dynamic sizes; add max: or value: to bound them\n";
+    for (const auto &s : refSymbols)
+      y += "  " + key(s) + ": {min: 1}\n";
+  }
+  if (!constraints.empty()) {
+    y += "constraints:  # needed by the even splits guessed below\n";
+    for (const auto &c : constraints)
+      y += "  - \"" + c + "\"\n";
+  }
+  y += "inputs:\n" + inputs;
+  if (omitted)
+    y += "  # " + std::to_string(omitted) + " initializer(s) hold the same values on the reference and every rank: "
+         "constants, no placement needed\n";
+  y += "outputs:\n" + outputs;
+
+  // Rank-only inputs: arbitrary unless bound (a length passed as data, say).
+  std::set<std::string> listed;
+  std::string rankOnly;
+  for (int k = 0; k < P; ++k)
+    for (int id : in.ranks[k]->inputs) {
+      const std::string &n = in.ranks[k]->values[id].name;
+      if (ref.find(n) || !listed.insert(n).second)
+        continue;
+      auto s = rankShapes[k][id].shape;
+      rankOnly += "#   " + n + ": " + ir::toString(in.ranks[k]->values[id].dtype) + " " +
+                  (s ? draft::dimsText(*s) : std::string("[?]")) + " (rank " + std::to_string(k) + ")\n";
+    }
+  if (!rankOnly.empty())
+    y += "# Inputs only the ranks have. Unbound, each is an arbitrary tensor; if one carries a size\n"
+         "# or offsets as data, bind it under inputs (e.g. `seq_len: {value: seq}`; docs/spec-format.md):\n" +
+         rankOnly;
+  return d;
+}
+
+} // namespace shardproof::spec
