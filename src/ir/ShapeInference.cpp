@@ -18,7 +18,7 @@ std::optional<IntTensor> intValues(const TensorData &d) {
 
 } // namespace
 
-std::vector<InferredValue> inferShapes(const Graph &g, int worldSize) {
+std::vector<InferredValue> inferShapes(const Graph &g, int worldSize, std::vector<Obligation> *obligations) {
   std::vector<InferredValue> out(g.values.size());
   for (size_t id = 0; id < g.values.size(); ++id) {
     const Value &v = g.values[id];
@@ -42,6 +42,11 @@ std::vector<InferredValue> inferShapes(const Graph &g, int worldSize) {
     if (!def)
       continue;
     OpInputs in{n, {}, {}, {}, {}, worldSize, opset, {}, {}, {}};
+    // Data-dependent indices (token ids) do not change a shape: their value is
+    // some integer, named so that nothing mistakes it for a size.
+    in.inputValue = [](unsigned, const IndexVec &) -> std::optional<smt::Expr> {
+      return smt::Expr::intVar("data.value?");
+    };
     bool known = true;
     for (int id : n.inputs) {
       if (id < 0) {
@@ -64,6 +69,8 @@ std::vector<InferredValue> inferShapes(const Graph &g, int worldSize) {
       llvm::consumeError(res.takeError());
       continue;
     }
+    if (obligations)
+      obligations->insert(obligations->end(), res->obligations.begin(), res->obligations.end());
     for (size_t s = 0; s < n.outputs.size() && s < res->shapes.size(); ++s) {
       InferredValue &o = out[n.outputs[s]];
       o.shape = res->shapes[s];

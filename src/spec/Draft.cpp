@@ -35,7 +35,9 @@ Side sideOf(const ir::Graph &g, const std::vector<ir::InferredValue> &shapes, co
     return s;
   s.present = true;
   s.dtype = g.values[*id].dtype;
-  s.shape = shapes[*id].shape;
+  // Inferred through the op table; else as the file declares it (an op the
+  // table cannot infer without the prover's facts, such as a data-dependent index).
+  s.shape = shapes[*id].shape ? shapes[*id].shape : g.values[*id].declared;
   s.data = g.values[*id].init;
   return s;
 }
@@ -93,14 +95,18 @@ std::string rankPattern(const std::vector<std::string> &paths) {
 Draft draftSpec(const DraftInput &in) {
   const ir::Graph &ref = *in.reference;
   const int P = static_cast<int>(in.ranks.size());
-  auto refShapes = ir::inferShapes(ref, 1);
+  std::vector<ir::Obligation> refObligations;
+  auto refShapes = ir::inferShapes(ref, 1, &refObligations);
   std::vector<std::vector<ir::InferredValue>> rankShapes;
   for (const ir::Graph *g : in.ranks)
     rankShapes.push_back(ir::inferShapes(*g, P));
-  std::vector<std::string> refSymbols = symbolsOf(ref, refShapes);
+  draft::Sizes sizes;
+  sizes.refSymbols = symbolsOf(ref, refShapes);
+  sizes.worldSize = P;
+  const std::vector<std::string> &refSymbols = sizes.refSymbols;
 
   Draft d;
-  std::vector<std::string> constraints;
+  std::vector<std::string> constraints, localSymbols;
   std::string inputs, outputs, constants;
   unsigned omitted = 0;
   auto place = [&](const std::string &name, bool output, std::string &out) {
@@ -108,7 +114,7 @@ Draft draftSpec(const DraftInput &in) {
     std::vector<Side> ranks;
     for (int k = 0; k < P; ++k)
       ranks.push_back(sideOf(*in.ranks[k], rankShapes[k], name));
-    Guess g = draft::guessPlacement(name, r, ranks, refSymbols, output);
+    Guess g = draft::guessPlacement(name, r, ranks, sizes, output);
     // Integer inputs that index an embedding carry their range; other integer
     // inputs (sizes as data, masks) need a person to say what they hold.
     if (!output && !g.todo && !g.omit && !ir::isFloating(r.dtype) && r.dtype != ir::DType::Bool) {
@@ -121,7 +127,7 @@ Draft draftSpec(const DraftInput &in) {
         g = Guess{"TODO", "TODO: an integer input (" + std::string(ir::toString(r.dtype)) +
                               "): bind what it holds, e.g. {value: seq} for a length, {each: {min: 1, max: seq}}, "
                               "{elements: [...]}, or its range with values: {min, max}",
-                  {}, true};
+                  {}, {}, true};
       }
     }
     if (g.omit) {
@@ -132,6 +138,9 @@ Draft draftSpec(const DraftInput &in) {
     for (auto &c : g.constraints)
       if (std::find(constraints.begin(), constraints.end(), c) == constraints.end())
         constraints.push_back(c);
+    for (auto &v : g.symbols)
+      if (std::find(localSymbols.begin(), localSymbols.end(), v) == localSymbols.end())
+        localSymbols.push_back(v);
     emit(out, name, g);
   };
   for (int id : ref.inputs)
@@ -141,6 +150,7 @@ Draft draftSpec(const DraftInput &in) {
   for (int id : ref.outputs)
     place(ref.values[id].name, true, outputs);
 
+  draft::Limits limits = draft::referenceLimits(refObligations, refSymbols);
   std::string &y = d.yaml;
   y += "# Drafted by `shardproof init` from " + in.referencePath + " and " + std::to_string(P) +
        " rank graphs.\n"
@@ -158,13 +168,22 @@ Draft draftSpec(const DraftInput &in) {
   }
   if (!refSymbols.empty()) {
     y += "symbols:  # the reference's dynamic sizes; add max: or value: to bound them\n";
-    for (const auto &s : refSymbols)
-      y += "  " + key(s) + ": {min: 1}\n";
+    for (const auto &s : refSymbols) {
+      if (auto m = limits.max.find(s); m != limits.max.end())
+        y += "  " + key(s) + ": {min: 1, max: " + std::to_string(m->second.first) + "}  # the reference needs it: " +
+             m->second.second + "\n";
+      else
+        y += "  " + key(s) + ": {min: 1}\n";
+    }
+    for (const auto &s : localSymbols)
+      y += "  " + key(s) + ": {min: 1}  # each rank's share, tied to the whole under constraints\n";
   }
-  if (!constraints.empty()) {
-    y += "constraints:  # needed by the even splits guessed below\n";
+  if (!constraints.empty() || !limits.constraints.empty()) {
+    y += "constraints:\n";
+    for (size_t i = 0; i < limits.constraints.size(); ++i)
+      y += "  - \"" + limits.constraints[i] + "\"  # the reference needs it: " + limits.reasons[i] + "\n";
     for (const auto &c : constraints)
-      y += "  - \"" + c + "\"\n";
+      y += "  - \"" + c + "\"  # assumed by a shard guessed below\n";
   }
   y += "inputs:\n" + inputs;
   if (omitted)

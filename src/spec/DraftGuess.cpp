@@ -26,13 +26,6 @@ std::string join(const std::vector<int64_t> &xs) {
   return out;
 }
 
-bool sameDim(const Expr &a, const Expr &b) {
-  if (a.same(b))
-    return true;
-  auto x = a.asInt(), y = b.asInt();
-  return x && y && *x == *y;
-}
-
 bool sameData(const ir::TensorData &a, const ir::TensorData &b) {
   return a.dims == b.dims && a.floats == b.floats && a.ints == b.ints;
 }
@@ -82,8 +75,12 @@ std::string splitFor(int64_t n, const std::vector<int64_t> &s, std::string &why)
     return "chunk";
   }
   if (sum > n && sum % P == 0 && all([&](int64_t) { return sum / P; })) {
-    // Padded to m = sum rows, then split evenly: the smallest multiple M that pads n to m.
+    // Padded to m = sum rows, then split evenly: to a multiple of the world
+    // size if that gives m (Megatron pads the vocab so), else the smallest M that does.
+    std::vector<int64_t> multiples{P};
     for (int64_t M = 1; M <= sum; ++M)
+      multiples.push_back(M);
+    for (int64_t M : multiples)
       if (sum % M == 0 && M * ((n + M - 1) / M) == sum) {
         why = std::to_string(n) + " rows padded to " + std::to_string(sum) + ", " + std::to_string(sum / P) +
               " on each rank";
@@ -117,7 +114,7 @@ std::string shardText(size_t axis, const std::string &split) {
 // The axis cut into shards: the rank's size there is `rankDim` on every rank
 // and the reference's is `refDim`.
 Guess guessShard(const std::string &name, size_t axis, const Side &ref, const std::vector<Side> &ranks,
-                 const std::vector<std::string> &refSymbols) {
+                 Sizes &ctx) {
   const ir::Shape &R = *ref.shape;
   const int64_t P = static_cast<int64_t>(ranks.size());
   Guess g;
@@ -133,17 +130,20 @@ Guess guessShard(const std::string &name, size_t axis, const Side &ref, const st
                   " on the reference); give its placement");
     g.placement = shardText(axis, split);
     g.why = "shard on axis " + std::to_string(axis) + ": " + why;
-    // Where both sides hold values, the rank's must be its rows of the reference's.
-    if (ref.data) {
+    // Where both sides hold values, they confirm the guess or say it is only
+    // the shapes' (test models often draw every rank's weights at random).
+    if (ref.data && std::all_of(ranks.begin(), ranks.end(), [](const Side &s) { return s.data; })) {
       int64_t off = 0;
       for (int64_t r = 0; r < P; ++r) {
-        if (ranks[r].data && !isSliceOf(*ref.data, *ranks[r].data, axis, off))
-          return todo("rank " + std::to_string(r) + "'s values of '" + name + "' are not rows " +
-                      std::to_string(off) + ".." + std::to_string(off + sizes[r] - 1) + " of the reference's on axis " +
-                      std::to_string(axis) + " (a permuted or fused layout?); give its placement");
+        if (!isSliceOf(*ref.data, *ranks[r].data, axis, off)) {
+          g.why += "; NOTE: rank " + std::to_string(r) + "'s initializer values are not rows " + std::to_string(off) +
+                   ".." + std::to_string(off + sizes[r] - 1) + " of the reference's (a permuted or fused layout, or "
+                   "unrelated test weights): the placement is an assumption, check it";
+          return g;
+        }
         off += sizes[r];
       }
-      g.why += "; each rank's values are its rows of the reference's";
+      g.why += "; the values agree: each rank holds its rows of the reference's";
     }
     return g;
   }
@@ -154,13 +154,18 @@ Guess guessShard(const std::string &name, size_t axis, const Side &ref, const st
   bool sameLocal = localVar && std::all_of(ranks.begin(), ranks.end(), [&](const Side &s) {
                      return s.shape->dims[axis].asVar() == localVar;
                    });
-  bool rankOnly = localVar && std::find(refSymbols.begin(), refSymbols.end(), *localVar) == refSymbols.end();
+  bool rankOnly = localVar && std::find(ctx.refSymbols.begin(), ctx.refSymbols.end(), *localVar) ==
+                                  ctx.refSymbols.end();
   if (refVar && sameLocal && rankOnly) {
+    ctx.localOf[*localVar] = *refVar;
     g.placement = shardText(axis, "even");
     g.why = "shard on axis " + std::to_string(axis) + ": the ranks' " + *localVar + " against " + *refVar +
-            "; assumed an even split, which needs the constraint below (for uneven shards use split: chunk, "
-            "tensor_split or sizes)";
-    g.constraints.push_back(*refVar + " % " + std::to_string(P) + " == 0");
+            "; assumed an even split (for uneven shards use split: chunk, tensor_split or sizes, and drop the "
+            "constraint tying " + *localVar + " to " + *refVar + ")";
+    // One global size per shard, tied linearly to the whole (`seq == 2 *
+    // seq_local`): the prover reasons about that better than about seq // 2.
+    g.symbols.push_back(*localVar);
+    g.constraints.push_back(*refVar + " == " + std::to_string(P) + " * " + *localVar);
     return g;
   }
   return todo("axis " + std::to_string(axis) + " is " + R.dims[axis].str() + " on the reference and " +
@@ -170,8 +175,35 @@ Guess guessShard(const std::string &name, size_t axis, const Side &ref, const st
 
 } // namespace
 
-Guess guessPlacement(const std::string &name, const Side &ref, const std::vector<Side> &ranks,
-                     const std::vector<std::string> &refSymbols, bool output) {
+bool Sizes::same(const Expr &a, const Expr &b) const {
+  if (a.same(b))
+    return true;
+  if (auto x = a.asInt(), y = b.asInt(); x && y)
+    return *x == *y;
+  // Two samples: distinct multiples of the world size for the reference's
+  // sizes, their even shares for the rank-only ones.
+  for (int64_t sample = 0; sample < 2; ++sample) {
+    auto value = [&](const std::string &v) -> std::optional<int64_t> {
+      auto it = std::find(refSymbols.begin(), refSymbols.end(), v);
+      if (it != refSymbols.end())
+        return worldSize * (3 + 2 * (it - refSymbols.begin()) + 7 * sample);
+      if (auto l = localOf.find(v); l != localOf.end()) {
+        auto whole = std::find(refSymbols.begin(), refSymbols.end(), l->second);
+        if (whole == refSymbols.end())
+          return std::nullopt;
+        return 3 + 2 * (whole - refSymbols.begin()) + 7 * sample;
+      }
+      return std::nullopt;
+    };
+    auto x = a.eval(value), y = b.eval(value);
+    if (!x || !y || *x != *y)
+      return false;
+  }
+  return true;
+}
+
+Guess guessPlacement(const std::string &name, const Side &ref, const std::vector<Side> &ranks, Sizes &sizes,
+                     bool output) {
   for (size_t r = 0; r < ranks.size(); ++r)
     if (!ranks[r].present)
       return todo("rank " + std::to_string(r) + " has no tensor named '" + name +
@@ -187,25 +219,32 @@ Guess guessPlacement(const std::string &name, const Side &ref, const std::vector
   std::vector<size_t> cut;
   for (size_t a = 0; a < ref.shape->rank(); ++a)
     for (const Side &s : ranks)
-      if (!sameDim(ref.shape->dims[a], s.shape->dims[a])) {
+      if (!sizes.same(ref.shape->dims[a], s.shape->dims[a])) {
         cut.push_back(a);
         break;
       }
   if (cut.empty()) {
     Guess g;
     bool allData = ref.data && std::all_of(ranks.begin(), ranks.end(), [](const Side &s) { return s.data; });
-    if (allData) {
-      for (size_t r = 0; r < ranks.size(); ++r)
-        if (!sameData(*ref.data, *ranks[r].data))
-          return todo("the same shape " + dimsText(*ref.shape) + " everywhere, but rank " + std::to_string(r) +
-                      "'s values differ from the reference's");
-      g.omit = true;
-      g.why = "the same values on the reference and every rank: a constant";
-      return g;
-    }
     g.placement = "replicated";
     g.why = "shape " + dimsText(*ref.shape) + " on the reference and every rank" +
             (output ? std::string(" (if the ranks hold partial sums, it is `partial`)") : std::string());
+    if (allData) {
+      for (size_t r = 0; r < ranks.size(); ++r)
+        if (!sameData(*ref.data, *ranks[r].data)) {
+          g.why += "; NOTE: rank " + std::to_string(r) + "'s initializer values differ from the reference's "
+                   "(unrelated test weights?): the placement is an assumption, check it";
+          return g;
+        }
+      // Integer and boolean data (indices, masks) keep their values as
+      // constants; float weights are placed as replicated, which assumes less.
+      if (!ir::isFloating(ref.dtype)) {
+        g.omit = true;
+        g.why = "the same values on the reference and every rank: a constant";
+      } else {
+        g.why += "; the same values everywhere";
+      }
+    }
     return g;
   }
   if (ranks.size() == 1)
@@ -215,21 +254,38 @@ Guess guessPlacement(const std::string &name, const Side &ref, const std::vector
   if (cut.size() > 1)
     return todo("axes " + std::to_string(cut[0]) + " and " + std::to_string(cut[1]) + " both differ from " +
                 dimsText(*ref.shape) + "; give its placement");
-  return guessShard(name, cut[0], ref, ranks, refSymbols);
+  return guessShard(name, cut[0], ref, ranks, sizes);
 }
 
 std::optional<int64_t> tableRows(const ir::Graph &g, const std::vector<ir::InferredValue> &shapes, int id) {
-  for (const ir::Node &n : g.nodes) {
-    if (n.opType != "Gather" || n.inputs.size() < 2 || n.inputs[1] != id || n.inputs[0] < 0)
-      continue;
-    const auto &table = shapes[n.inputs[0]].shape;
-    int64_t axis = 0;
-    if (const ir::Attribute *a = n.attr("axis"))
-      axis = a->i;
-    if (!table || axis < 0 || axis >= static_cast<int64_t>(table->rank()))
-      continue;
-    if (auto v = table->dims[axis].asInt(); v && *v > 0)
-      return v;
+  // Forward from the input through ops that keep its values (target ids are
+  // unsqueezed before a GatherElements), to the gather whose indices they are.
+  std::vector<int> frontier{id};
+  for (size_t at = 0; at < frontier.size() && at < 64; ++at) {
+    int v = frontier[at];
+    for (const ir::Node &n : g.nodes) {
+      if (n.inputs.empty())
+        continue;
+      bool gather = n.opType == "Gather" || n.opType == "GatherElements";
+      if (gather && n.inputs.size() >= 2 && n.inputs[1] == v && n.inputs[0] >= 0) {
+        const auto &table = shapes[n.inputs[0]].shape;
+        int64_t axis = 0;
+        if (const ir::Attribute *a = n.attr("axis"))
+          axis = a->i;
+        if (table && axis < 0)
+          axis += static_cast<int64_t>(table->rank());
+        if (table && axis >= 0 && axis < static_cast<int64_t>(table->rank()))
+          if (auto rows = table->dims[axis].asInt(); rows && *rows > 0)
+            return rows;
+        continue;
+      }
+      static const char *kKeepValues[] = {"Unsqueeze", "Squeeze", "Reshape", "Cast", "Identity", "Flatten",
+                                          "Expand"};
+      bool keeps = std::any_of(std::begin(kKeepValues), std::end(kKeepValues),
+                               [&](const char *op) { return n.opType == op; });
+      if (keeps && n.inputs[0] == v)
+        frontier.insert(frontier.end(), n.outputs.begin(), n.outputs.end());
+    }
   }
   return std::nullopt;
 }

@@ -19,7 +19,8 @@ struct InferredValue {
 };
 
 /// One entry per value of `g` (indexed like g.values). `worldSize` is what
-/// collectives are inferred with.
-std::vector<InferredValue> inferShapes(const Graph &g, int worldSize);
+/// collectives are inferred with. The side conditions the ops imply (the
+/// graph is well defined only where they hold) go to `obligations` if given.
+std::vector<InferredValue> inferShapes(const Graph &g, int worldSize, std::vector<Obligation> *obligations = nullptr);
 
 } // namespace shardproof::ir
