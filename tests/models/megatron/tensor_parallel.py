@@ -5,8 +5,9 @@ regions, vocab-parallel embedding and cross-entropy). This is *user code*: it
 knows nothing of shardproof, and shardproof.torch captures it by intercepting
 torch.distributed. Activations are sequence-first, [s, b, h], as in Megatron.
 
-`BUGS` switches on a realistic mistake for the demonstrations (a missing `g`
-in the row-parallel layer); off by default.
+`BUGS` switches on realistic mistakes for the demonstrations (a missing `g` in
+the row-parallel layer, an embedding that does not zero the rows of ids
+outside its shard); all off by default.
 """
 import math
 
@@ -277,6 +278,43 @@ class VocabParallelEmbedding(nn.Module):
         else:
             masked_input = input_
         output_parallel = F.embedding(masked_input, self.weight)
-        if get_tensor_model_parallel_world_size() > 1:
-            output_parallel[input_mask, :] = 0.0
+        if get_tensor_model_parallel_world_size() > 1 and "embedding_no_output_mask" not in BUGS:
+            # Megatron writes output_parallel[input_mask, :] = 0.0; torch 1.13
+            # exports that boolean index_put as NonZero/If/ScatterND, which the
+            # prover does not read (UNKNOWN naming the If node). masked_fill is
+            # the same assignment and exports as a Where.
+            output_parallel = output_parallel.masked_fill(input_mask.unsqueeze(-1), 0.0)
         return reduce_from_tensor_model_parallel_region(output_parallel)
+
+
+class _VocabParallelCrossEntropy(torch.autograd.Function):
+    """Megatron's vocab-parallel cross-entropy: the max and the exp-sum are
+    all-reduced over the vocab shards, and the target's logit comes from the
+    rank that owns it. (Megatron picks the target logit with
+    logits_2d[arange, masked_target]; torch.gather on the last axis is the same
+    element and exports to a plain GatherElements.)"""
+
+    @staticmethod
+    def forward(ctx, vocab_parallel_logits, target):
+        logits_max = torch.max(vocab_parallel_logits, dim=-1)[0]
+        torch.distributed.all_reduce(logits_max, op=torch.distributed.ReduceOp.MAX,
+                                     group=get_tensor_model_parallel_group())
+        vocab_parallel_logits = vocab_parallel_logits - logits_max.unsqueeze(dim=-1)
+        partition_vocab_size = vocab_parallel_logits.size()[-1]
+        rank = get_tensor_model_parallel_rank()
+        vocab_start_index = rank * partition_vocab_size
+        vocab_end_index = vocab_start_index + partition_vocab_size
+        target_mask = (target < vocab_start_index) | (target >= vocab_end_index)
+        masked_target = target.clone() - vocab_start_index
+        masked_target[target_mask] = 0
+        predicted_logits = torch.gather(vocab_parallel_logits, -1, masked_target.unsqueeze(-1)).view_as(target)
+        predicted_logits = predicted_logits.masked_fill(target_mask, 0.0)  # Megatron: predicted_logits[target_mask] = 0.0
+        torch.distributed.all_reduce(predicted_logits, group=get_tensor_model_parallel_group())
+        exp_logits = torch.exp(vocab_parallel_logits)
+        sum_exp_logits = exp_logits.sum(dim=-1)
+        torch.distributed.all_reduce(sum_exp_logits, group=get_tensor_model_parallel_group())
+        return torch.log(sum_exp_logits) - predicted_logits
+
+
+def vocab_parallel_cross_entropy(vocab_parallel_logits, target):
+    return _VocabParallelCrossEntropy.apply(vocab_parallel_logits, target)
