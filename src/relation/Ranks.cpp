@@ -2,6 +2,10 @@
 // matching call on every rank; computed tensors become hash-consed classes.
 #include "Session.h"
 
+#include <llvm/ADT/StringExtras.h>
+
+#include <algorithm>
+
 namespace shardproof::relation {
 
 using smt::Expr;
@@ -73,6 +77,42 @@ static void internValue(Session &S, int r, const Node &n, int out, bool evenIfPu
   v.term = mkRead(c, iv);
 }
 
+// What a collective node may carry, checked before anything reads it: one
+// input and one output, the attributes shardproof reads and no others, a
+// known reduction, axes inside the input's rank. Anything else is a graph
+// shardproof cannot read the way the runtime would: bad input, never a guess.
+static llvm::Error checkCollectiveNode(const Node &n, int rank, size_t inputRank) {
+  std::string where = "rank " + std::to_string(rank) + ": collective " + describe(n);
+  if (n.inputs.size() != 1 || n.outputs.size() != 1)
+    return userError(where + " has " + std::to_string(n.inputs.size()) + " inputs and " +
+                     std::to_string(n.outputs.size()) + " outputs; a collective takes one tensor and gives one");
+  std::vector<std::string> allowed{"group_size"};
+  if (n.opType == "AllReduce")
+    allowed.push_back("op");
+  else if (n.opType == "AllGather" || n.opType == "ReduceScatter")
+    allowed.push_back("axis");
+  else if (n.opType == "AllToAll")
+    allowed.insert(allowed.end(), {"split_axis", "concat_axis"});
+  for (auto &[name, a] : n.attrs)
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
+      return userError(where + " has attribute '" + name + "', which shardproof does not read (it reads: " +
+                       llvm::join(allowed, ", ") + ")");
+  if (const Attribute *op = n.attr("op")) {
+    if (op->kind != Attribute::Kind::String || (op->s != "sum" && op->s != "max" && op->s != "min"))
+      return userError(where + ": reduction op '" + (op->kind == Attribute::Kind::String ? op->s : "?") +
+                       "' is not one of sum, max, min");
+  }
+  for (const char *axisName : {"axis", "split_axis", "concat_axis"})
+    if (const Attribute *a = n.attr(axisName)) {
+      int64_t r = static_cast<int64_t>(inputRank);
+      if (a->kind != Attribute::Kind::Int || a->i < -r || a->i >= r)
+        return userError(where + ": " + axisName + " " +
+                         (a->kind == Attribute::Kind::Int ? std::to_string(a->i) : std::string("(not an integer)")) +
+                         " is out of range for an input of rank " + std::to_string(r));
+    }
+  return llvm::Error::success();
+}
+
 static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &calls) {
   int P = S.worldSize();
   const Node &n0 = *calls[0];
@@ -92,6 +132,9 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
     if (n.inputs.empty() || n.inputs[0] < 0)
       return userError("rank " + std::to_string(r) + ": collective " + describe(n) + " has no input");
     const ValueInfo &v = S.rankValues[r][n.inputs[0]];
+    if (v.shape)
+      if (auto e = checkCollectiveNode(n, r, v.shape->rank()))
+        return e;
     if (!v.term || !v.shape) {
       for (int o : n.outputs)
         S.rankValues[r][o].unsupported = v.unsupported.empty() ? "input of " + describe(n) + " unknown" : v.unsupported;

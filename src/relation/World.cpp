@@ -63,6 +63,13 @@ llvm::Error Session::setupSymbols() {
   smt::CheckResult r = solver.check("spec.satisfiable", Expr::boolConst(true));
   if (r.result == smt::Result::Unsat)
     return userError("the spec's symbol bounds and constraints admit no size at all", spec.referenceLoc);
+  // Undecided is not satisfiable: were the constraints contradictory, every
+  // proof below would hold vacuously. UNKNOWN, never VERIFIED.
+  if (r.result != smt::Result::Sat)
+    result.failures.push_back({Failure::SolverUnknown,
+                               "could not decide that the spec's symbol bounds and constraints admit any size (" +
+                                   r.reason + "); a proof under them could hold vacuously",
+                               "", "", "", "", {}, std::nullopt});
   return llvm::Error::success();
 }
 

@@ -2,9 +2,7 @@
 // crash, a hang or a verdict, and never a half-written output file. The models
 // are tiny ONNX graphs built here (y = Relu(x) on every rank) and then broken
 // in one way each; BadInputTest.cpp holds the cases on the generated examples.
-#include "Run.h"
-
-#include "tests/unit/OnnxBuilder.h"
+#include "HostileFixture.h"
 
 #include <gtest/gtest.h>
 
@@ -21,75 +19,7 @@ using shardproof::testing::example;
 using shardproof::testing::RunResult;
 namespace fs = std::filesystem;
 
-namespace {
-
-using Model = shardproof::testing::OnnxBuilder;
-
-// y = Relu(x), x of size n: the reference and, unchanged, every rank.
-Model relu() {
-  Model m;
-  m.input("x", {"n"}).output("y", {"n"});
-  m.node("/act/Relu", "Relu", {"x"}, {"y"});
-  return m;
-}
-
-class Hostile : public ::testing::Test {
-protected:
-  fs::path dir;
-  void SetUp() override {
-    dir = fs::path(::testing::TempDir()) / ("shardproof-hostile-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-
-  std::string path(const std::string &name) const { return (dir / name).string(); }
-  std::string write(const std::string &name, const std::string &text) {
-    std::ofstream(dir / name, std::ios::binary) << text;
-    return path(name);
-  }
-  void save(const std::string &name, const Model &m) { write(name, m.m.SerializeAsString()); }
-  std::string read(const std::string &name) const {
-    std::ifstream in(dir / name, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  // Reference and both ranks: y = Relu(x); `rank1` replaces rank 1's model.
-  void models(const Model &rank0 = relu(), const Model &rank1 = relu(), const Model &ref = relu()) {
-    save("ref.onnx", ref);
-    save("rank0.onnx", rank0);
-    save("rank1.onnx", rank1);
-  }
-  static std::string spec(const std::string &edit = "") {
-    std::string s = "shardproof: 1\n"
-                    "reference: ref.onnx\n"
-                    "implementation:\n"
-                    "  world_size: 2\n"
-                    "  ranks: rank{r}.onnx\n"
-                    "symbols:\n"
-                    "  n: {min: 1}\n"
-                    "inputs:\n"
-                    "  x: replicated\n"
-                    "outputs:\n"
-                    "  y: replicated\n";
-    return s + edit;
-  }
-  // `check` on a spec with line `from` replaced by `to` (the text must occur once).
-  RunResult checkWith(const std::string &from, const std::string &to, const std::string &flags = "") {
-    std::string s = spec();
-    size_t at = s.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos)
-      s.replace(at, from.size(), to);
-    return run("check " + write("s.yaml", s) + " " + flags);
-  }
-  static RunResult run(const std::string &args) { return shardproof::testing::runShardproof(args); }
-};
-
-#define EXPECT_SAYS(r, text) EXPECT_NE((r).out.find(text), std::string::npos) << "missing: " << (text) << "\n" << (r).out
-
-} // namespace
+using namespace shardproof::testing::hostile;
 
 // The control: the tiny models as built here are fine, so each case below
 // fails for its one broken part only.
