@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -169,15 +170,22 @@ Outcome checkOn(Z3_context c, Z3_solver s, detail::Watchdog &dog, const Expr &fo
   Outcome o;
   if (scoped)
     Z3_solver_push(c, s);
-  Z3_solver_assert(c, s, formula.raw());
-  o.res = dog.check(c, s, timeoutMs, o.timedOut);
-  if (o.res == Z3_L_TRUE && wantModel && !detail::memoryOut()) {
-    Z3_model m = Z3_solver_get_model(c, s);
-    Z3_model_inc_ref(c, m);
-    o.model = extractModel(c, m);
-    Z3_model_dec_ref(c, m);
-  } else if (o.res == Z3_L_UNDEF) {
-    o.reason = Z3_solver_get_reason_unknown(c, s);
+  // Z3 4.8 lets some C++ exceptions escape its C API (std::length_error from
+  // a vector sized by a constant near 2^60): an undecided query, not an abort.
+  try {
+    Z3_solver_assert(c, s, formula.raw());
+    o.res = dog.check(c, s, timeoutMs, o.timedOut);
+    if (o.res == Z3_L_TRUE && wantModel && !detail::memoryOut()) {
+      Z3_model m = Z3_solver_get_model(c, s);
+      Z3_model_inc_ref(c, m);
+      o.model = extractModel(c, m);
+      Z3_model_dec_ref(c, m);
+    } else if (o.res == Z3_L_UNDEF) {
+      o.reason = Z3_solver_get_reason_unknown(c, s);
+    }
+  } catch (const std::exception &e) {
+    o = Outcome{};
+    o.reason = std::string("the solver failed (") + e.what() + "; sizes too large for it?)";
   }
   if (scoped)
     Z3_solver_pop(c, s, 1);

@@ -169,9 +169,16 @@ int run(const CheckArgs &a, bool infer) {
   if (!spec)
     return reportError(spec.takeError());
   // An output that cannot be written fails now, not after a long check.
-  for (const std::string *out : {&a.json, &a.relationsOut})
+  std::vector<std::string> inputs{a.spec, spec->reference};
+  inputs.insert(inputs.end(), spec->rankPaths.begin(), spec->rankPaths.end());
+  if (!a.relationsIn.empty())
+    inputs.push_back(a.relationsIn);
+  for (const std::string *out : {&a.json, &a.relationsOut}) {
+    if (auto e = report::checkNotAnInput(*out, inputs))
+      return reportError(std::move(e));
     if (auto e = report::checkWritable(*out))
       return reportError(std::move(e));
+  }
   // Read the recorded relations before the (long) check, so a bad file fails fast.
   std::optional<report::RelationFile> recorded;
   if (!a.relationsIn.empty()) {
@@ -287,12 +294,10 @@ int runInit(const InitArgs &a) {
                                  "'dir/rank{r}.onnx' --world-size P"));
   std::error_code ec;
   fs::path out = fs::absolute(a.output);
-  for (const std::string &m : a.models)
-    if (fs::equivalent(m, out, ec))
-      return reportError(userError("-o " + a.output + " is one of the input models; choose another path"));
-  for (const std::string &m : rankPaths)
-    if (fs::equivalent(m, out, ec))
-      return reportError(userError("-o " + a.output + " is one of the rank models; choose another path"));
+  std::vector<std::string> inputs{a.models[0]};
+  inputs.insert(inputs.end(), rankPaths.begin(), rankPaths.end());
+  if (auto e = report::checkNotAnInput(a.output, inputs))
+    return reportError(std::move(e));
   if (fs::exists(out) && !a.force)
     return reportError(userError(a.output + " already exists; pass --force to replace it"));
   if (auto e = report::checkWritable(a.output))

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <queue>
 #include <sstream>
+#include <filesystem>
 #include <thread>
 
 namespace shardproof::onnxio {
@@ -256,6 +257,18 @@ static std::string parseBytes(const std::string &bytes, const std::string &displ
 }
 
 static std::string parseFile(const std::string &path, onnx::ModelProto &m) {
+  // Only a regular file can be a model: /dev/zero would be read until memory
+  // runs out, and a directory reads as empty.
+  std::error_code ec;
+  auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::is_directory(st))
+    return path + ": is a directory, not an ONNX model";
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    return path + ": is not a regular file (a device, pipe or socket), not an ONNX model";
+  // Protobuf parses at most 2 GiB: a larger file cannot be a model it reads.
+  if (!ec && std::filesystem::is_regular_file(st))
+    if (auto size = std::filesystem::file_size(path, ec); !ec && size > (uint64_t(2) << 30))
+      return path + ": is " + std::to_string(size >> 20) + " MiB, larger than the 2 GiB an ONNX protobuf can hold";
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return path + ": cannot open the file (" + std::strerror(errno) + ")";

@@ -61,11 +61,11 @@ std::optional<std::vector<int64_t>> dimsAt(const Shape &s, const std::map<std::s
 // Every element of a tensor of `dims`, computed by `f(idx)`; nullopt if too large.
 template <class F>
 std::optional<std::vector<double>> tabulate(const std::vector<int64_t> &dims, F f) {
+  // Overflow-checked: sizes near 2^60 must say "too large", not wrap around.
   int64_t total = 1;
   for (auto d : dims)
-    total *= d;
-  if (total > kMaxElements)
-    return std::nullopt;
+    if (d < 0 || __builtin_mul_overflow(total, d, &total) || total > kMaxElements)
+      return std::nullopt;
   std::vector<double> data;
   data.reserve(total);
   std::vector<int64_t> idx(dims.size(), 0);
@@ -235,11 +235,16 @@ std::optional<Counterexample> Session::searchWitness(const Expr &region, int out
     if (!dimsOr)
       return fallback;
     std::vector<int64_t> dims = *dimsOr;
+    // The element count, saturating at kMaxElements + 1 (sizes near 2^60 must
+    // not wrap around): past the limit only the solver's point is compared.
+    if (std::find(dims.begin(), dims.end(), 0) != dims.end())
+      continue; // no element to compare
     int64_t total = 1;
     for (auto d : dims)
-      total *= d;
-    if (total == 0)
-      continue;
+      if (__builtin_mul_overflow(total, d, &total) || total > kMaxElements) {
+        total = kMaxElements + 1;
+        break;
+      }
     for (auto offset : intStrategies(sizes)) {
     // The reference side from the interpreter when it can run at these sizes,
     // else from the relation term (fine when that term is shallow).

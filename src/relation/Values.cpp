@@ -57,10 +57,9 @@ std::optional<IntTensor> Session::exactValues(const Shape &s, const spec::Placem
   int64_t count = 1;
   for (auto &d : s.dims) {
     auto v = d.simplify().asInt();
-    if (!v || *v < 0 || count * *v > 64)
+    if (!v || *v < 0 || __builtin_mul_overflow(count, *v, &count) || count > 64)
       return std::nullopt;
     t.dims.push_back(*v);
-    count *= *v;
   }
   t.vals.assign(static_cast<size_t>(count), pl.values->first);
   return t;

@@ -41,6 +41,9 @@ void printSample(llvm::raw_ostream &os, const relation::SampleResult &s);
 /// leaves half a file behind (for --json and relation files). A failure is a
 /// user error naming the path.
 llvm::Error writeFileAtomically(const std::string &path, const std::string &text);
+/// Fails (a user error) if `path` is one of `inputs` (the spec, a model): an
+/// output never overwrites what the run reads. Empty: fine.
+llvm::Error checkNotAnInput(const std::string &path, const std::vector<std::string> &inputs);
 /// Fails (a user error naming the path) if `path` could not be written: its
 /// directory is missing or not writable, or it is a directory. Empty: fine.
 llvm::Error checkWritable(const std::string &path);

@@ -203,7 +203,7 @@ TEST(Init, BadInputIsAnErrorAndWritesNothing) {
   EXPECT_EQ(noDir.exitCode, 3) << noDir.out;
   auto overInput = runShardproof("init --force -o " + r0 + " " + ref + " " + r0);
   EXPECT_EQ(overInput.exitCode, 3) << overInput.out;
-  EXPECT_NE(overInput.out.find("is one of the"), std::string::npos) << overInput.out;
+  EXPECT_NE(overInput.out.find("it is an input of this run"), std::string::npos) << overInput.out;
   EXPECT_FALSE(std::filesystem::exists(out));
   // An existing spec is kept unless --force.
   std::ofstream(out) << "mine\n";

@@ -100,3 +100,55 @@ TEST_F(Hostile, ConstraintsWhoseSatisfiabilityIsUndecidedAreUnknownNeverAVacuous
   EXPECT_SAYS(r, "could not decide that the spec's symbol bounds and constraints admit any size");
   EXPECT_SAYS(r, "a proof under them could hold vacuously");
 }
+
+// Was: an uncaught std::length_error (exit 134): the witness replay reserved
+// 2^60 elements; at 2^61 the element count wrapped around.
+TEST_F(Hostile, SizesNear2To60AreAVerdictNeverAnAbort) {
+  models();
+  // `partial` is wrong for these ranks: the refutation's replay meets the size.
+  std::string s = spec();
+  s.replace(s.find("  n: {min: 1}\n"), 14, "  n: {value: 1152921504606846976}\n");
+  s.replace(s.find("  y: replicated\n"), 16, "  y: partial\n");
+  auto refuted = run("check --witness " + write("big.yaml", s));
+  EXPECT_EQ(refuted.exitCode, 1) << refuted.out;
+  EXPECT_EQ(refuted.out.find("terminate called"), std::string::npos) << refuted.out;
+  auto sampled = checkWith("  n: {min: 1}\n", "  n: {min: 2305843009213693952}\n", "--sample 2");
+  EXPECT_EQ(sampled.exitCode, 0) << sampled.out;
+}
+
+// Was: /dev/zero read until 8 GB were allocated; a directory said "the file is empty".
+TEST_F(Hostile, AModelThatIsNotARegularFileIsRefusedBeforeReading) {
+  models();
+  auto zero = checkWith("  ranks: rank{r}.onnx\n", "  ranks: [/dev/zero, rank1.onnx]\n");
+  EXPECT_EQ(zero.exitCode, 3) << zero.out;
+  EXPECT_SAYS(zero, "/dev/zero: is not a regular file (a device, pipe or socket), not an ONNX model");
+  fs::create_directories(dir / "adir");
+  auto directory = checkWith("  ranks: rank{r}.onnx\n", "  ranks: [adir, rank1.onnx]\n");
+  EXPECT_EQ(directory.exitCode, 3) << directory.out;
+  EXPECT_SAYS(directory, "adir: is a directory, not an ONNX model");
+}
+
+// Was: --json /dev/full replaced the device node with a regular file, and a
+// symlinked output lost its link; infer -o overwrote the spec.
+TEST_F(Hostile, OutputsGoThroughDevicesAndLinksAndNeverOverAnInput) {
+  models();
+  std::string s = write("s.yaml", spec());
+  auto full = run("check " + s + " --json /dev/full");
+  EXPECT_EQ(full.exitCode, 3) << full.out;
+  EXPECT_SAYS(full, "cannot write '/dev/full'");
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));
+
+  write("real.json", "old");
+  fs::create_symlink(dir / "real.json", dir / "link.json");
+  auto linked = run("check " + s + " --json " + path("link.json"));
+  EXPECT_EQ(linked.exitCode, 0) << linked.out;
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
+  EXPECT_NE(read("real.json").find("\"verdict\": \"VERIFIED\""), std::string::npos) << read("real.json");
+
+  auto overSpec = run("infer " + s + " -o " + s);
+  EXPECT_EQ(overSpec.exitCode, 3) << overSpec.out;
+  EXPECT_SAYS(overSpec, "it is an input of this run");
+  EXPECT_EQ(read("s.yaml"), spec());
+  auto overModel = run("check " + s + " --json " + path("rank1.onnx"));
+  EXPECT_EQ(overModel.exitCode, 3) << overModel.out;
+}
