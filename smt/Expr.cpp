@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <set>
+#include <unordered_map>
 #include <sstream>
 
 namespace shardproof::smt {
@@ -129,6 +130,43 @@ static bool hasAppIn(Z3_ast a, int depth) {
 }
 
 bool Expr::hasApp() const { return ast_ && hasAppIn(ast_, 0); }
+
+static unsigned degreeOf(Z3_ast a, std::unordered_map<unsigned, unsigned> &memo) {
+  constexpr unsigned kCap = 1000;
+  Z3_context c = ctx();
+  if (Z3_get_ast_kind(c, a) != Z3_APP_AST)
+    return 0; // numerals, bound variables, quantifiers' bodies are not walked
+  unsigned id = Z3_get_ast_id(c, a);
+  if (auto it = memo.find(id); it != memo.end())
+    return it->second;
+  Z3_app app = Z3_to_app(c, a);
+  Z3_decl_kind k = Z3_get_decl_kind(c, Z3_get_app_decl(c, app));
+  unsigned n = Z3_get_app_num_args(c, app);
+  unsigned d = 0;
+  if (n == 0) {
+    d = k == Z3_OP_UNINTERPRETED ? 1 : 0; // a variable, or a constant
+  } else if (k == Z3_OP_MUL) {
+    for (unsigned i = 0; i < n; ++i)
+      d = std::min(kCap, d + degreeOf(Z3_get_app_arg(c, app, i), memo));
+  } else if (k == Z3_OP_POWER) {
+    int64_t e = 0;
+    Z3_ast exp = Z3_get_app_arg(c, app, 1);
+    unsigned base = degreeOf(Z3_get_app_arg(c, app, 0), memo);
+    d = Z3_get_ast_kind(c, exp) == Z3_NUMERAL_AST && Z3_get_numeral_int64(c, exp, &e) && e >= 0
+            ? static_cast<unsigned>(std::min<int64_t>(kCap, int64_t(base) * e))
+            : kCap;
+  } else {
+    for (unsigned i = 0; i < n; ++i)
+      d = std::max(d, degreeOf(Z3_get_app_arg(c, app, i), memo));
+  }
+  memo[id] = d;
+  return d;
+}
+
+unsigned Expr::degree() const {
+  std::unordered_map<unsigned, unsigned> memo;
+  return ast_ ? degreeOf(ast_, memo) : 0;
+}
 
 std::optional<std::pair<std::string, std::vector<Expr>>> Expr::asApp() const {
   if (!ast_ || Z3_get_ast_kind(ctx(), ast_) != Z3_APP_AST)

@@ -78,6 +78,10 @@ public:
 
   /// Does an uninterpreted function application (tensor data) occur in it?
   bool hasApp() const;
+  /// The polynomial degree in the integer variables (n * n * m is 3; a sum,
+  /// a quotient or a remainder takes its largest operand's), capped at 1000. Cheap: no solver. High degrees are where Z3's
+  /// preprocessing stops answering its interrupt.
+  unsigned degree() const;
   /// If this applies an uninterpreted function to arguments: its name and them.
   std::optional<std::pair<std::string, std::vector<Expr>>> asApp() const;
 

@@ -65,6 +65,9 @@ public:
   /// A background fact (spec constraint, symbol bound) assumed by every query.
   /// Clears the result cache (answers may change under a new assumption).
   void assume(const Expr &fact);
+  /// Queries (with their assumptions) of a higher Expr::degree() are not
+  /// asked: Unknown, saying why. Real size arithmetic stays far below.
+  static constexpr unsigned kMaxDegree = 20; // seen: n^24 still answers the interrupt, n^28 not
   const std::vector<Expr> &assumptions() const { return assumptions_; }
 
   /// Is `formula` satisfiable together with the assumptions?
@@ -141,6 +144,7 @@ private:
   unsigned undecided_ = 0;
 
   std::vector<Expr> assumptions_;
+  unsigned assumptionDegree_ = 0; // the largest Expr::degree() among them
   unsigned timeoutMs_;
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   std::string budgetWhat_, firstCut_;

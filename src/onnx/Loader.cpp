@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <queue>
+#include <set>
 #include <sstream>
 #include <filesystem>
 #include <thread>
@@ -57,7 +58,12 @@ public:
       g_.values[id].init = *data;
       g_.initializers.push_back(id);
     }
+    std::set<std::string> inputNames;
     for (auto &vi : gp.input()) {
+      // Listed twice, one name would stand for two tensors of possibly
+      // different shapes: which one a reader means is a guess.
+      if (!inputNames.insert(vi.name()).second)
+        return err("graph input '" + vi.name() + "' is declared twice");
       auto existing = g_.find(vi.name());
       int id = existing ? *existing : addValue(vi.name());
       if (auto e = declare(id, vi, /*isGraphInput=*/true))

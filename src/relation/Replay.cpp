@@ -215,83 +215,100 @@ std::optional<Counterexample> Session::searchWitness(const Expr &region, int out
   for (size_t d = 0; d < shape.rank(); ++d)
     order.push_back("i!" + std::to_string(d));
   std::optional<Counterexample> fallback; // a NaN/inf on one side only
-  Expr query = region;
-  for (int attempt = 0; attempt < kSizeCandidates; ++attempt) {
-    smt::CheckResult r = solver.check("witness.sizes", query);
-    if (r.result != smt::Result::Sat)
-      break;
-    smt::Model m = solver.shrink("witness", query, r.model, order);
-    std::map<std::string, int64_t> sizes;
-    std::vector<Expr> fixed;
-    for (auto &n : syms)
-      if (auto v = m.get(n)) {
-        sizes[n] = *v;
-        fixed.push_back(Expr::intVar(n) == Expr::intConst(*v));
-      }
-    // The next attempt must use other sizes.
-    query = (query && !smt::conj(fixed)).simplify();
-
-    auto dimsOr = dimsAt(shape, sizes);
-    if (!dimsOr)
-      return fallback;
-    std::vector<int64_t> dims = *dimsOr;
-    // The element count, saturating at kMaxElements + 1 (sizes near 2^60 must
-    // not wrap around): past the limit only the solver's point is compared.
-    if (std::find(dims.begin(), dims.end(), 0) != dims.end())
-      continue; // no element to compare
-    int64_t total = 1;
-    for (auto d : dims)
-      if (__builtin_mul_overflow(total, d, &total) || total > kMaxElements) {
-        total = kMaxElements + 1;
-        break;
-      }
-    for (auto offset : intStrategies(sizes)) {
-    // The reference side from the interpreter when it can run at these sizes,
-    // else from the relation term (fine when that term is shallow).
-    auto refData = runReference(outputId, sizes, offset);
-    Replayer rp(classes, sizes, offset);
-    std::vector<int64_t> idx(dims.size(), 0);
-    int64_t flat = 0;
-    if (total > kMaxElements) // too many to scan: the point the solver found
-      for (size_t d = 0; d < dims.size(); ++d)
-        idx[d] = m.get("i!" + std::to_string(d)).value_or(0);
-    do {
-      double a = refData && flat < static_cast<int64_t>(refData->size()) && total <= kMaxElements
-                     ? (*refData)[flat++]
-                     : rp.at(expected, idx);
-      double b = rp.at(actual, idx);
-      if (!rp.complete())
-        break; // out of budget at these sizes: nothing below can be trusted
-      if (sameNumber(a, b))
-        continue;
-      Counterexample cex;
-      cex.tensor = tensor;
-      cex.rank = rank;
+  // The smallest sizes first (shrunk models), then sizes of at least 2 and 3
+  // everywhere: a softmax over one key hides a wrong scale, a size of 1 hides
+  // a broadcast. Every attempt excludes the sizes tried before.
+  Expr tried = Expr::boolConst(true);
+  struct Round {
+    int64_t floor;
+    int attempts;
+  };
+  const Round rounds[] = {{1, kSizeCandidates}, {2, 2}, {3, 2}};
+  for (const Round &round : rounds)
+    for (int attempt = 0; attempt < round.attempts; ++attempt) {
+      Expr query = region && tried;
+      if (round.floor > 1)
+        for (auto &n : syms)
+          query = query && Expr::intVar(n) >= Expr::intConst(round.floor);
+      query = query.simplify();
+      smt::CheckResult r = solver.check("witness.sizes", query);
+      if (r.result != smt::Result::Sat)
+        break; // no more sizes at this floor
+      smt::Model m = solver.shrink("witness", query, r.model, order);
+      std::map<std::string, int64_t> sizes;
+      std::vector<Expr> fixed;
       for (auto &n : syms)
-        if (sizes.count(n))
-          cex.sizes.push_back({n, sizes[n]});
-      cex.index = idx;
-      cex.expectedValue = a;
-      cex.expectedByInterpreter = refData.has_value();
-      cex.actualValue = b;
-      cex.replayed = true;
-      if (offset)
-        cex.intInputs = describeIntStrategy(sizes, *offset);
-      smt::Model at;
-      for (auto &[n, v] : sizes)
-        at.values.push_back({n, v});
-      for (size_t d = 0; d < idx.size(); ++d)
-        at.values.push_back({"i!" + std::to_string(d), idx[d]});
-      auto [shownA, shownB] = readableSides(expected, actual);
-      cex.expected = renderAt(shownA, at);
-      cex.actual = renderAt(shownB, at);
-      if (std::isfinite(a) && std::isfinite(b))
-        return cex;
-      if (!fallback)
-        fallback = cex; // keep looking for a finite difference
-    } while (total <= kMaxElements && nextIndex(idx, dims));
+        if (auto v = m.get(n)) {
+          sizes[n] = *v;
+          fixed.push_back(Expr::intVar(n) == Expr::intConst(*v));
+        }
+      // The next attempt must use other sizes.
+      tried = (tried && !smt::conj(fixed)).simplify();
+
+      auto dimsOr = dimsAt(shape, sizes);
+      if (!dimsOr)
+        return fallback;
+      std::vector<int64_t> dims = *dimsOr;
+      // The element count, saturating at kMaxElements + 1 (sizes near 2^60 must
+      // not wrap around): past the limit only the solver's point is compared.
+      if (std::find(dims.begin(), dims.end(), 0) != dims.end())
+        continue; // no element to compare
+      int64_t total = 1;
+      for (auto d : dims)
+        if (__builtin_mul_overflow(total, d, &total) || total > kMaxElements) {
+          total = kMaxElements + 1;
+          break;
+        }
+      for (auto offset : intStrategies(sizes)) {
+      // The reference side from the interpreter when it can run at these sizes,
+      // else from the relation term (fine when that term is shallow).
+      auto refData = runReference(outputId, sizes, offset);
+      Replayer rp(classes, sizes, offset);
+      std::vector<int64_t> idx(dims.size(), 0);
+      int64_t flat = 0;
+      if (total > kMaxElements) // too many to scan: the point the solver found
+        for (size_t d = 0; d < dims.size(); ++d)
+          idx[d] = m.get("i!" + std::to_string(d)).value_or(0);
+      do {
+        double a = refData && flat < static_cast<int64_t>(refData->size()) && total <= kMaxElements
+                       ? (*refData)[flat++]
+                       : rp.at(expected, idx);
+        double b = rp.at(actual, idx);
+        if (!rp.complete())
+          break; // out of budget at these sizes: nothing below can be trusted
+        if (sameNumber(a, b))
+          continue;
+        Counterexample cex;
+        cex.tensor = tensor;
+        cex.rank = rank;
+        for (auto &n : syms)
+          if (sizes.count(n))
+            cex.sizes.push_back({n, sizes[n]});
+        cex.index = idx;
+        cex.expectedValue = a;
+        cex.expectedByInterpreter = refData.has_value();
+        cex.actualValue = b;
+        cex.replayed = true;
+        if (offset)
+          cex.intInputs = describeIntStrategy(sizes, *offset);
+        smt::Model at;
+        for (auto &[n, v] : sizes)
+          at.values.push_back({n, v});
+        for (size_t d = 0; d < idx.size(); ++d)
+          at.values.push_back({"i!" + std::to_string(d), idx[d]});
+        auto [shownA, shownB] = readableSides(expected, actual);
+        cex.expected = renderAt(shownA, at);
+        cex.actual = renderAt(shownB, at);
+        if (std::isfinite(a) && std::isfinite(b))
+          return cex;
+        // A NaN reference is IEEE execution (a softmax over no key), while the
+        // implementation's number comes from its element term over the reals,
+        // where such a row is 0: not a difference execution would show.
+        if (!fallback && !std::isnan(a))
+          fallback = cex; // keep looking for a finite difference
+      } while (total <= kMaxElements && nextIndex(idx, dims));
+      }
     }
-  }
   return fallback;
 }
 

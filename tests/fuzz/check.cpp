@@ -275,12 +275,25 @@ ir::Graph build(const Case &k, int rank) {
         continue;
       std::map<std::string, ir::Attribute> ca;
       const char *cop = e.kind == Edit::AllReduce ? "AllReduce" : "AllGather";
+      const char *domain = "com.microsoft";
+      // Collective attributes, in and out of range: axes past the rank,
+      // reduction ops that do not exist, attributes nobody reads (issue 17).
       if (e.kind == Edit::AllGather)
-        ca["axis"] = GraphBuilder::intAttr(static_cast<int64_t>(e.attr % 3) - 1);
+        ca["axis"] = GraphBuilder::intAttr(static_cast<int64_t>(e.attr % 7) - 3);
       if (e.attr & 0x80)
         ca["group_size"] = GraphBuilder::intAttr(1 + (e.attr >> 4) % 3);
+      if (e.kind == Edit::AllReduce && (e.attr & 0x40)) {
+        static const char *kOps[] = {"sum", "max", "min", "prod"};
+        ir::Attribute op;
+        op.kind = ir::Attribute::Kind::String;
+        op.s = kOps[(e.attr >> 2) % 4];
+        ca["op"] = op;
+        domain = "shardproof";
+      }
+      if (e.attr & 0x20)
+        ca["dim"] = GraphBuilder::intAttr(0);
       std::string next = result == out ? out + "_c" : out;
-      g.node(cop, {result}, {next}, node + cop, ca, "com.microsoft");
+      g.node(cop, {result}, {next}, node + cop, ca, domain);
       result = next;
     }
     if (result != out)

@@ -67,6 +67,23 @@ class MegatronGpt2(Demonstration):
         self.refuted("gpt2.py:gpt2_sp_batch_first", 2, "REFUTED at module attention (reference node /attention/MatMul")
 
 
+class SoftmaxScale(Demonstration):
+    """Scores divided by the square root of the rank's projection width
+    instead of the head dimension: invisible while attention has one key."""
+
+    def test_self_attention(self):
+        self.refuted("gpt2.py:gpt2_tp_wrong_scale", 2, "REFUTED at module attention")
+
+    def test_cross_attention_is_refuted_at_a_source_of_two_or_more(self):
+        # Three sizes (batch, tgt, src): the smallest sizes all have src = 1;
+        # the witness search must go past them (issue 17: it stopped at src = 1).
+        self.verified("cross_attention.py:cross_tp", 2)
+        code, report = three_commands("cross_attention.py:cross_tp_wrong_scale", 2)
+        self.assertEqual(code, 1, report)
+        self.assertIn("src=2", report)
+        self.assertIn("CONFIRMED: the two numbers differ", report)
+
+
 class MegatronVocabParallelEnds(Demonstration):
     def test_embedding_lm_head_and_cross_entropy_on_2_and_4_ranks(self):
         # The LogSoftmax itself has no rank counterpart (Megatron never forms

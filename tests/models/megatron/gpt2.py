@@ -8,6 +8,8 @@ Factories for `shardproof.torch export FILE.py:FACTORY --world-size P`:
   gpt2_tp                 tensor parallel                      VERIFIED
   gpt2_sp                 tensor + sequence parallel           VERIFIED
   gpt2_tp_missing_g       RowParallelLinear without its g      REFUTED
+  gpt2_tp_wrong_scale     softmax scaled by the rank's width    REFUTED (only where
+                          instead of the head dim               seq >= 2)
   gpt2_sp_batch_first     batch-first activations through the  REFUTED
                           sequence-first SP regions (all-gather
                           and reduce-scatter on the batch axis)
@@ -46,7 +48,10 @@ class Attention(nn.Module):
         to_heads = (0, 2, 1, 3) if self.batch_first else (1, 2, 0, 3)
         q, k, v = (t.permute(*to_heads) for t in (q, k, v))  # [b, np, s, hn]
         s = q.size(2)
-        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.hn)
+        # Megatron's norm factor is sqrt(head dim); the bug divides by the
+        # square root of the rank's whole projection width (np * hn).
+        norm = self.np * self.hn if "softmax_scale_per_partition" in tp.BUGS else self.hn
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(norm)
         mask = torch.triu(torch.full((s, s), float("-inf")), diagonal=1)
         probs = torch.softmax(scores + mask, dim=-1)
         from_heads = (0, 2, 1, 3) if self.batch_first else (2, 0, 1, 3)
@@ -120,6 +125,10 @@ def gpt2_sp():
 
 def gpt2_tp_missing_g():
     return _case(bugs={"row_parallel_missing_g"})
+
+
+def gpt2_tp_wrong_scale():
+    return _case(bugs={"softmax_scale_per_partition"})
 
 
 def gpt2_sp_batch_first():

@@ -152,3 +152,46 @@ TEST_F(Hostile, OutputsGoThroughDevicesAndLinksAndNeverOverAnInput) {
   auto overModel = run("check " + s + " --json " + path("rank1.onnx"));
   EXPECT_EQ(overModel.exitCode, 3) << overModel.out;
 }
+
+// Was: over 300 s, past --time-budget and --solver-timeout: Z3 does not
+// answer its interrupt while expanding n^64. Such a query is not asked.
+TEST_F(Hostile, AConstraintOfHighDegreeIsUnknownAtOnceNotAHang) {
+  models();
+  std::string product = "n";
+  for (int i = 1; i < 64; ++i)
+    product += " * n";
+  auto r = checkWith("  n: {min: 1}\n", "  n: {min: 1}\nconstraints: [\"" + product + " == 3 * n + 7\"]\n",
+                     "--time-budget 5");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_SAYS(r, "a polynomial of degree 64 in the sizes (more than 20)");
+}
+
+// Was: REFUTED and "CONFIRMED" with lengths allowed to be 0: the reference
+// interpreter's NaN (a softmax over no key) against the implementation's
+// element term, which is 0 there over the reals, while executing both gives
+// NaN. A NaN reference is not a difference execution would show.
+TEST(Trust, AnAllMaskedRowIsNotACounterexample) {
+  std::string dir = ::testing::TempDir() + "/trust_len0";
+  fs::create_directories(dir);
+  std::ifstream in(shardproof::testing::example("pad_lengths_ok.yaml"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string spec = text.str();
+  spec.replace(spec.find("each: {min: 1, max: seq}"), 24, "each: {min: 0, max: seq}");
+  for (const char *model : {"padlen_ref.onnx", "padlen_ok.onnx"})
+    fs::copy_file(shardproof::testing::example(model), dir + "/" + model, fs::copy_options::overwrite_existing);
+  std::ofstream(dir + "/len0.yaml") << spec;
+  auto r = shardproof::testing::runShardproof("check --witness " + dir + "/len0.yaml");
+  EXPECT_NE(r.exitCode, 1) << r.out;
+  EXPECT_EQ(r.out.find("CONFIRMED: the two numbers differ"), std::string::npos) << r.out;
+}
+
+// Was: accepted, the second declaration silently winning.
+TEST_F(Hostile, AGraphInputDeclaredTwiceIsBadInput) {
+  Model twice = relu();
+  twice.input("x", {"n", "n"});
+  models(twice, relu());
+  auto r = run("check " + write("s.yaml", spec()));
+  EXPECT_EQ(r.exitCode, 3) << r.out;
+  EXPECT_SAYS(r, "graph input 'x' is declared twice");
+}
