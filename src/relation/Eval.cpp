@@ -25,6 +25,11 @@ struct Evaluator {
   // Work left before giving up; `incomplete` then says the number means nothing.
   uint64_t budget = 50'000'000;
   bool incomplete = false;
+  // Class definitions read through one another: a chain of 20,000 ops is a
+  // recursion 20,000 deep, which overflowed the stack. Deeper than this, the
+  // number is incomplete instead.
+  static constexpr unsigned kMaxDepth = 2000;
+  unsigned depth = 0;
 
   std::optional<int64_t> lookup(const std::string &n) const {
     auto it = env.find(n);
@@ -116,10 +121,16 @@ struct Evaluator {
       auto key = std::make_pair(c, idx);
       if (auto it = memo.find(key); it != memo.end())
         return it->second;
+      if (depth >= kMaxDepth) {
+        incomplete = true;
+        return NAN;
+      }
       auto saved = env;
       for (size_t d = 0; d < idx.size(); ++d)
         env["u!" + std::to_string(d)] = idx[d];
+      ++depth;
       double v = eval(ci.def);
+      --depth;
       env = saved;
       memo[key] = v;
       return v;

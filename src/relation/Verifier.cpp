@@ -56,6 +56,18 @@ llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph>
   } release;
   Session S(ref, ranks, spec, opts);
   Stats &st = S.result.stats;
+  // The op table follows the default domain's opsets 13 to 17 (what torch 1.13
+  // exports); an operator's meaning may differ outside them: UNKNOWN, not a guess.
+  std::vector<const ir::Graph *> graphs{&ref};
+  for (const ir::Graph &g : ranks)
+    graphs.push_back(&g);
+  for (const ir::Graph *g : graphs)
+    if (auto it = g->opsets.find(""); it != g->opsets.end() && (it->second < 13 || it->second > 17))
+      S.result.failures.push_back({Failure::Unsupported,
+                                   g->path + " imports opset " + std::to_string(it->second) +
+                                       " of the default ONNX domain; shardproof follows opsets 13 to 17, and "
+                                       "operators may mean other things outside them (export with opset_version=17)",
+                                   "", "", "", "", {}, std::nullopt});
   if (!opts.smtDumpDir.empty())
     S.solver.setDumpDir(opts.smtDumpDir);
   smt::Solver::setMemoryLimitMb(opts.solverMemoryMb);

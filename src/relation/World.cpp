@@ -314,7 +314,10 @@ llvm::Error Session::bindInputs() {
         if (pl.kind == K::Shard) {
           std::vector<Obligation> pol;
           if (auto want = policySize(pl, refShape->dims[axis], r, P, pol, name))
-            pol.push_back({"rank " + std::to_string(r) + "'s shard of '" + name + "' has the size its split policy gives",
+            pol.push_back({"rank " + std::to_string(r) + "'s shard of '" + name + "' has the size its split policy "
+                                                                                "gives (the policy gives " +
+                               want->simplify().str() + " on axis " + std::to_string(axis) + ", the graph has " +
+                               rankShapes[r].dims[axis].str() + ")",
                            rankShapes[r].dims[axis] == *want});
           for (auto &o : pol)
             obligations.push_back({o, r, "", ""});
@@ -331,7 +334,9 @@ llvm::Error Session::bindInputs() {
         Expr whole = paddedLength(pl, refShape->dims[axis]);
         obligations.push_back({{"the shards of '" + name + "' add up to its reference size along axis " +
                                     std::to_string(axis) +
-                                    (pl.split == spec::Placement::Split::PadToMultiple ? " (padded)" : ""),
+                                    (pl.split == spec::Placement::Split::PadToMultiple ? " (padded)" : "") +
+                                    " (they add up to " + off.simplify().str() + ", the reference has " +
+                                    whole.simplify().str() + ")",
                                 off == whole},
                                -1, "", ""});
         Term t;

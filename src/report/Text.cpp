@@ -78,9 +78,14 @@ void printText(llvm::raw_ostream &os, const Result &r, const Context &ctx, const
 
   if (!r.outputs.empty()) {
     os << "\nOutputs:\n";
-    for (auto &o : r.outputs)
-      os << "  " << o.tensor << ": " << toString(o.verdict) << (o.detail.empty() ? "" : " (" + o.detail + ")")
-         << "\n";
+    for (auto &o : r.outputs) {
+      os << "  " << o.tensor << ": " << toString(o.verdict) << (o.detail.empty() ? "" : " (" + o.detail + ")");
+      // An equal output does not outweigh a failed side condition: say so on
+      // the line, so it never reads as VERIFIED under a REFUTED headline.
+      if (o.verdict == Verdict::Verified && r.verdict != Verdict::Verified)
+        os << " (this output; the check as a whole is " << toString(r.verdict) << ", see below)";
+      os << "\n";
+    }
   }
 
   os << "\n" << toString(r.verdict);

@@ -195,3 +195,77 @@ TEST_F(Hostile, AGraphInputDeclaredTwiceIsBadInput) {
   EXPECT_EQ(r.exitCode, 3) << r.out;
   EXPECT_SAYS(r, "graph input 'x' is declared twice");
 }
+
+// Was: "y: VERIFIED" in the Outputs section under a REFUTED headline.
+TEST_F(Hostile, AnEqualOutputUnderAFailedCheckSaysSo) {
+  auto twoOutputs = [] {
+    Model m;
+    m.input("x", {"n"}).output("y", {"n"}).output("z", {"n"});
+    m.node("/act/Relu", "Relu", {"x"}, {"y"});
+    m.node("/neg/Neg", "Neg", {"x"}, {"z"});
+    return m;
+  };
+  models(twoOutputs(), twoOutputs(), twoOutputs());
+  auto r = run("check " + write("s.yaml", spec("  z: partial\n")));
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  EXPECT_SAYS(r, "y: VERIFIED (this output; the check as a whole is REFUTED, see below)");
+}
+
+// Was: accepted silently. Operators may mean other things outside the opsets
+// the op table follows (13 to 17): UNKNOWN, naming the opset.
+TEST_F(Hostile, AnOpsetOutsideTheFollowedRangeIsUnknown) {
+  Model old = relu();
+  old.m.mutable_opset_import(0)->set_version(11);
+  models(relu(), relu(), old);
+  auto r = run("check " + write("s.yaml", spec()));
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_SAYS(r, "ref.onnx imports opset 11 of the default ONNX domain; shardproof follows opsets 13 to 17");
+}
+
+// Was: "'false' evaluates to false" under each failed size condition. The
+// message now carries both sides.
+TEST(Trust, ASplitPolicyThatDoesNotMatchTheGraphsSaysBothSizes) {
+  std::string dir = ::testing::TempDir() + "/trust_policy";
+  fs::create_directories(dir);
+  std::ifstream in(shardproof::testing::example("vocab_pad_tp4.yaml"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string spec = text.str();
+  size_t at = spec.find("  embed.weight:\n");
+  ASSERT_NE(at, std::string::npos);
+  size_t end = spec.find('\n', spec.find("relation:", at));
+  spec.replace(at, end - at, "  embed.weight: {shard: 0, split: tensor_split}");
+  for (const char *m : {"vocab_ref.onnx", "vocab_pad_tp4_rank0.onnx", "vocab_pad_tp4_rank1.onnx",
+                        "vocab_pad_tp4_rank2.onnx", "vocab_pad_tp4_rank3.onnx"})
+    fs::copy_file(shardproof::testing::example(m), dir + "/" + m, fs::copy_options::overwrite_existing);
+  std::ofstream(dir + "/policy.yaml") << spec;
+  auto r = shardproof::testing::runShardproof("check --no-table " + dir + "/policy.yaml");
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  EXPECT_SAYS(r, "rank 2's shard of 'embed.weight' has the size its split policy gives (the policy gives 2 on axis 0, "
+                 "the graph has 3)");
+  EXPECT_SAYS(r, "(they add up to 12, the reference has 10)");
+  EXPECT_EQ(r.out.find("'false' evaluates to false"), std::string::npos) << r.out;
+}
+
+// Was: a stack overflow in relation/Eval.cpp, whose class evaluation recursed
+// once per op of a long elementwise chain. One op of 20,000 differs on the
+// ranks: a verdict naming that op, never a crash (UNKNOWN today: the numeric
+// search stops past 2,000 nested definitions instead of recursing on).
+TEST_F(Hostile, ALongChainDifferingInOneOpIsAVerdictNotAStackOverflow) {
+  auto chain = [](int odd) {
+    Model m;
+    m.input("x", {"n"}).output("y", {"n"});
+    std::string prev = "x";
+    for (int i = 0; i < 20000; ++i) {
+      std::string out = i + 1 == 20000 ? "y" : "t" + std::to_string(i);
+      m.node("/l" + std::to_string(i) + "/Op", i == odd ? "Relu" : "Neg", {prev}, {out});
+      prev = out;
+    }
+    return m;
+  };
+  models(chain(15000), chain(15000), chain(-1));
+  auto r = run("check --no-table --time-budget 120 " + write("s.yaml", spec()));
+  EXPECT_TRUE(r.exitCode == 1 || r.exitCode == 2) << r.out;
+  EXPECT_EQ(r.out.find("VERIFIED\n"), std::string::npos) << r.out;
+  EXPECT_SAYS(r, "/l15000/Op");
+}
