@@ -147,6 +147,7 @@ int reportError(llvm::Error e) {
 struct CheckArgs {
   std::string spec;
   std::string json;
+  std::string sarif; // --sarif
   std::string smtDump;
   std::string relationsIn;  // check --relations: compare with this file
   std::string relationsOut; // infer -o: write the relations here
@@ -173,7 +174,7 @@ int run(const CheckArgs &a, bool infer) {
   inputs.insert(inputs.end(), spec->rankPaths.begin(), spec->rankPaths.end());
   if (!a.relationsIn.empty())
     inputs.push_back(a.relationsIn);
-  for (const std::string *out : {&a.json, &a.relationsOut}) {
+  for (const std::string *out : {&a.json, &a.sarif, &a.relationsOut}) {
     if (auto e = report::checkNotAnInput(*out, inputs))
       return reportError(std::move(e));
     if (auto e = report::checkWritable(*out))
@@ -242,6 +243,9 @@ int run(const CheckArgs &a, bool infer) {
   }
   if (!a.json.empty())
     if (auto e = report::writeFileAtomically(a.json, report::toJson(*result, ctx)))
+      return reportError(std::move(e));
+  if (!a.sarif.empty())
+    if (auto e = report::writeFileAtomically(a.sarif, report::toSarif(*result, ctx)))
       return reportError(std::move(e));
   if (infer) {
     if (auto e = report::writeFileAtomically(a.relationsOut, report::writeRelationFile(*result, ctx)))
@@ -340,6 +344,7 @@ int main(int argc, char **argv) {
   auto addCommon = [](CLI::App *cmd, CheckArgs &a) {
     cmd->add_option("spec", a.spec, "The YAML spec (paths in it are relative to it)")->required();
     cmd->add_option("--json", a.json, "Also write the report as JSON to this file");
+    cmd->add_option("--sarif", a.sarif, "Also write the failures as SARIF 2.1.0 to this file");
     cmd->add_option("--solver-timeout,--timeout-ms", a.timeoutMs,
                     "Solver timeout per query, in milliseconds (a timeout gives UNKNOWN)")
         ->capture_default_str();

@@ -1,0 +1,96 @@
+// The check as SARIF 2.1.0, so a code-review host can annotate the spec that
+// was checked: one result per failure (refuted node, unknown reason).
+#include "shardproof/report/Report.h"
+
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
+
+namespace shardproof::report {
+
+using namespace relation;
+namespace json = llvm::json;
+
+namespace {
+struct Rule {
+  const char *id, *name, *text;
+};
+// One rule per failure kind; review tools group and filter results by rule.
+const Rule kRules[] = {
+    {"SP001", "NoRelation", "A reference node has no proven relation to the ranks' nodes."},
+    {"SP002", "OutputMismatch", "An output differs from the relation the spec states."},
+    {"SP003", "ObligationFailed", "A size or coverage obligation does not hold."},
+    {"SP004", "UnsupportedOp", "An operator or attribute shardproof does not model."},
+    {"SP005", "SolverLimit", "The solver could not decide a query within its limits."},
+};
+
+const Rule &ruleFor(Failure::Kind k) {
+  switch (k) {
+  case Failure::NoRelation: return kRules[0];
+  case Failure::OutputMismatch: return kRules[1];
+  case Failure::Obligation: return kRules[2];
+  case Failure::Unsupported: return kRules[3];
+  case Failure::SolverUnknown: return kRules[4];
+  }
+  return kRules[4];
+}
+
+// The spec file is the artifact under review; without a finer location the
+// annotation sits on its first line.
+json::Object specLocation(const Context &ctx) {
+  return json::Object{{"physicalLocation",
+                       json::Object{{"artifactLocation", json::Object{{"uri", ctx.specPath}}},
+                                    {"region", json::Object{{"startLine", 1}}}}}};
+}
+
+std::string messageFor(const Failure &f) {
+  std::string m = f.message;
+  if (!f.module.empty())
+    m += " (module " + f.module + ")";
+  if (f.cex && f.cex->replayed)
+    m += llvm::formatv("; counterexample at {0}[...] confirmed by replay: expected {1}, actual {2}",
+                       f.cex->tensor, f.cex->expectedValue, f.cex->actualValue)
+             .str();
+  return m;
+}
+} // namespace
+
+std::string toSarif(const Result &r, const Context &ctx) {
+  json::Array rules;
+  for (const Rule &ru : kRules)
+    rules.push_back(json::Object{{"id", ru.id}, {"name", ru.name},
+                                 {"shortDescription", json::Object{{"text", ru.text}}}});
+  json::Array results;
+  for (const Failure &f : r.failures) {
+    const Rule &ru = ruleFor(f.kind);
+    // A refutation is an error; an undecided step is a warning (UNKNOWN).
+    bool refuted = f.kind == Failure::NoRelation || f.kind == Failure::OutputMismatch ||
+                   f.kind == Failure::Obligation;
+    json::Object props{{"node", f.refNode}, {"module", f.module}, {"tensor", f.tensor}};
+    results.push_back(json::Object{{"ruleId", ru.id},
+                                   {"level", refuted ? "error" : "warning"},
+                                   {"message", json::Object{{"text", messageFor(f)}}},
+                                   {"locations", json::Array{specLocation(ctx)}},
+                                   {"properties", std::move(props)}});
+  }
+  // An UNKNOWN verdict without a failure still needs its reason on the spec.
+  if (r.failures.empty() && r.verdict == Verdict::Unknown)
+    results.push_back(json::Object{{"ruleId", kRules[4].id},
+                                   {"level", "warning"},
+                                   {"message", json::Object{{"text", "UNKNOWN: " + r.reason}}},
+                                   {"locations", json::Array{specLocation(ctx)}}});
+  json::Object driver{{"name", "shardproof"},
+                      {"rules", std::move(rules)}};
+  json::Object run{{"tool", json::Object{{"driver", std::move(driver)}}},
+                   {"results", std::move(results)},
+                   {"properties", json::Object{{"verdict", toString(r.verdict)}}}};
+  json::Object top{{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+                   {"version", "2.1.0"},
+                   {"runs", json::Array{std::move(run)}}};
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::formatv("{0:2}", json::Value(std::move(top)));
+  os.flush();
+  return s + "\n";
+}
+
+} // namespace shardproof::report

@@ -1,0 +1,90 @@
+// check --sarif through the real binary: a refuted example yields one error
+// result per failure on the spec, with the replayed counterexample in the
+// message; a verified one yields a valid log with no results; an output in a
+// missing directory is bad input (exit 3) and nothing is written.
+#include "Run.h"
+
+#include <gtest/gtest.h>
+#include <llvm/Support/JSON.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using shardproof::testing::example;
+using shardproof::testing::runShardproof;
+namespace fs = std::filesystem;
+namespace json = llvm::json;
+
+namespace {
+
+fs::path tempPath(const std::string &name) {
+  return fs::path(::testing::TempDir()) / ("shardproof-sarif-" + std::to_string(::getpid()) + "-" + name);
+}
+
+// A missing string field reads as "<missing>", so a failed comparison says so.
+std::string str(llvm::Optional<llvm::StringRef> s) { return s ? s->str() : "<missing>"; }
+
+json::Value readJson(const fs::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  auto v = json::parse(ss.str());
+  if (!v) {
+    ADD_FAILURE() << llvm::toString(v.takeError());
+    return nullptr;
+  }
+  return std::move(*v);
+}
+
+TEST(Sarif, MissingAllReduceIsAnErrorOnTheSpecWithTheReplayedNumbers) {
+  fs::path out = tempPath("bad.sarif");
+  auto r = runShardproof("check --witness " + example("mlp_no_allreduce.yaml") + " --sarif " + out.string());
+  ASSERT_EQ(r.exitCode, 1) << r.out;
+  json::Value v = readJson(out);
+  fs::remove(out);
+  auto *top = v.getAsObject();
+  ASSERT_TRUE(top);
+  EXPECT_EQ(str(top->getString("version")), "2.1.0");
+  auto *runs = top->getArray("runs");
+  ASSERT_TRUE(runs && runs->size() == 1);
+  auto *run = (*runs)[0].getAsObject();
+  EXPECT_EQ(str(run->getObject("tool")->getObject("driver")->getString("name")), "shardproof");
+  auto *results = run->getArray("results");
+  ASSERT_TRUE(results && !results->empty());
+  bool namesFc2 = false, hasReplay = false;
+  for (auto &res : *results) {
+    auto *o = res.getAsObject();
+    EXPECT_EQ(str(o->getString("level")), "error");
+    std::string uri = str((*o->getArray("locations"))[0].getAsObject()->getObject("physicalLocation")
+                   ->getObject("artifactLocation")->getString("uri"));
+    EXPECT_EQ(uri, example("mlp_no_allreduce.yaml"));
+    std::string text = str(o->getObject("message")->getString("text"));
+    namesFc2 |= text.find("module fc2") != std::string::npos;
+    hasReplay |= text.find("confirmed by replay") != std::string::npos;
+  }
+  EXPECT_TRUE(namesFc2) << "no result names the module whose reduction is missing";
+  EXPECT_TRUE(hasReplay) << "no result carries the replayed counterexample";
+}
+
+TEST(Sarif, VerifiedExampleHasNoResults) {
+  fs::path out = tempPath("ok.sarif");
+  auto r = runShardproof("check --quiet " + example("mlp_tp2.yaml") + " --sarif " + out.string());
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  json::Value v = readJson(out);
+  fs::remove(out);
+  auto *runs = v.getAsObject()->getArray("runs");
+  ASSERT_TRUE(runs && runs->size() == 1);
+  EXPECT_TRUE((*runs)[0].getAsObject()->getArray("results")->empty());
+}
+
+TEST(Sarif, OutputInAMissingDirectoryIsBadInputAndWritesNothing) {
+  fs::path dir = tempPath("no-such-dir");
+  auto r = runShardproof("check --quiet " + example("mlp_tp2.yaml") + " --sarif " + (dir / "x.sarif").string());
+  EXPECT_EQ(r.exitCode, 3) << r.out;
+  EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+} // namespace
