@@ -220,6 +220,10 @@ int run(const CheckArgs &a, bool infer) {
   if (!result)
     return reportError(result.takeError());
   report::Context ctx{a.spec, spec->reference, spec->rankPaths};
+  for (auto *group : {&spec->inputs, &spec->outputs, &spec->layers})
+    for (auto &[name, placement] : *group)
+      ctx.placementLocs.emplace_back(name, placement.loc);
+  ctx.ranksLoc = spec->ranksLoc;
   auto tReport = std::chrono::steady_clock::now();
   if (!a.quiet) {
     report::TextOptions t;

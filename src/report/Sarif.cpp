@@ -34,12 +34,19 @@ const Rule &ruleFor(Failure::Kind k) {
   return kRules[4];
 }
 
-// The spec file is the artifact under review; without a finer location the
-// annotation sits on its first line.
-json::Object specLocation(const Context &ctx) {
+// The annotation sits on the placement of the failing tensor when the spec
+// states one, else on the ranks line (the sharding under review), else line 1.
+json::Object specLocation(const Context &ctx, const std::string &tensor) {
+  SrcLoc loc = ctx.ranksLoc;
+  for (auto &[name, l] : ctx.placementLocs)
+    if (name == tensor && l.line > 0)
+      loc = l;
+  json::Object region{{"startLine", loc.line > 0 ? loc.line : 1}};
+  if (loc.line > 0 && loc.col > 0)
+    region["startColumn"] = loc.col;
   return json::Object{{"physicalLocation",
                        json::Object{{"artifactLocation", json::Object{{"uri", ctx.specPath}}},
-                                    {"region", json::Object{{"startLine", 1}}}}}};
+                                    {"region", std::move(region)}}}};
 }
 
 std::string messageFor(const Failure &f) {
@@ -69,7 +76,7 @@ std::string toSarif(const Result &r, const Context &ctx) {
     results.push_back(json::Object{{"ruleId", ru.id},
                                    {"level", refuted ? "error" : "warning"},
                                    {"message", json::Object{{"text", messageFor(f)}}},
-                                   {"locations", json::Array{specLocation(ctx)}},
+                                   {"locations", json::Array{specLocation(ctx, f.tensor)}},
                                    {"properties", std::move(props)}});
   }
   // An UNKNOWN verdict without a failure still needs its reason on the spec.
@@ -77,7 +84,7 @@ std::string toSarif(const Result &r, const Context &ctx) {
     results.push_back(json::Object{{"ruleId", kRules[4].id},
                                    {"level", "warning"},
                                    {"message", json::Object{{"text", "UNKNOWN: " + r.reason}}},
-                                   {"locations", json::Array{specLocation(ctx)}}});
+                                   {"locations", json::Array{specLocation(ctx, "")}}});
   json::Object driver{{"name", "shardproof"},
                       {"rules", std::move(rules)}};
   json::Object run{{"tool", json::Object{{"driver", std::move(driver)}}},

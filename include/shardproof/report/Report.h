@@ -14,6 +14,10 @@ struct Context {
   std::string specPath;
   std::string reference;
   std::vector<std::string> rankPaths;
+  /// Where the spec places each input, output and checkpoint (file:line:col),
+  /// and the ranks line: review annotations point there (--sarif).
+  std::vector<std::pair<std::string, SrcLoc>> placementLocs;
+  SrcLoc ranksLoc;
 };
 
 struct TextOptions {

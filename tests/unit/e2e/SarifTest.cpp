@@ -1,5 +1,5 @@
 // check --sarif through the real binary: a refuted example yields one error
-// result per failure on the spec, with the replayed counterexample in the
+// result per failure at the spec line placing the failing tensor, with the replayed counterexample in the
 // message; a verified one yields a valid log with no results; an output in a
 // missing directory is bad input (exit 3) and nothing is written.
 #include "Run.h"
@@ -60,6 +60,10 @@ TEST(Sarif, MissingAllReduceIsAnErrorOnTheSpecWithTheReplayedNumbers) {
     std::string uri = str((*o->getArray("locations"))[0].getAsObject()->getObject("physicalLocation")
                    ->getObject("artifactLocation")->getString("uri"));
     EXPECT_EQ(uri, example("mlp_no_allreduce.yaml"));
+    // The annotation sits on the spec line that places y (`  y: replicated`).
+    auto *region = (*o->getArray("locations"))[0].getAsObject()->getObject("physicalLocation")->getObject("region");
+    EXPECT_EQ(region->getInteger("startLine").value_or(0), 20);
+    EXPECT_EQ(region->getInteger("startColumn").value_or(0), 6);
     std::string text = str(o->getObject("message")->getString("text"));
     namesFc2 |= text.find("module fc2") != std::string::npos;
     hasReplay |= text.find("confirmed by replay") != std::string::npos;
