@@ -63,6 +63,7 @@ Examples:
   shardproof check specs/examples/mlp_tp2.yaml                  # VERIFIED
   shardproof check specs/examples/mlp_bias_before_reduce.yaml   # REFUTED at fc2
   shardproof check spec.yaml --json report.json --stats
+  shardproof check spec.yaml --sarif review.sarif   # annotations for code review (docs/code-review.md)
   shardproof check specs/examples/gpt_tp2.yaml --relations specs/examples/gpt_tp2.relations.yaml
 
 With --relations FILE (written by `shardproof infer`), the relations found are
