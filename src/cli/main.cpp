@@ -249,9 +249,13 @@ int run(const CheckArgs &a, bool infer) {
   if (!a.json.empty())
     if (auto e = report::writeFileAtomically(a.json, report::toJson(*result, ctx)))
       return reportError(std::move(e));
-  if (!a.sarif.empty())
-    if (auto e = report::writeFileAtomically(a.sarif, report::toSarif(*result, ctx)))
+  if (!a.sarif.empty()) {
+    std::optional<report::RelationDiff> changes;
+    if (recorded)
+      changes = report::diffRelations(*recorded, *result);
+    if (auto e = report::writeFileAtomically(a.sarif, report::toSarif(*result, ctx, changes ? &*changes : nullptr)))
       return reportError(std::move(e));
+  }
   if (infer) {
     if (auto e = report::writeFileAtomically(a.relationsOut, report::writeRelationFile(*result, ctx)))
       return reportError(std::move(e));

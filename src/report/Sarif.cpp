@@ -1,5 +1,6 @@
 // The check as SARIF 2.1.0, so a code-review host can annotate the spec that
 // was checked: one result per failure (refuted node, unknown reason).
+#include "shardproof/report/RelationFile.h"
 #include "shardproof/report/Report.h"
 
 #include <llvm/Support/FormatVariadic.h>
@@ -21,6 +22,7 @@ const Rule kRules[] = {
     {"SP003", "ObligationFailed", "A size or coverage obligation does not hold."},
     {"SP004", "UnsupportedOp", "An operator or attribute shardproof does not model."},
     {"SP005", "SolverLimit", "The solver could not decide a query within its limits."},
+    {"SP006", "ChangedRelation", "A tensor is rebuilt from the ranks differently than the relation file records."},
 };
 
 const Rule &ruleFor(Failure::Kind k) {
@@ -61,7 +63,7 @@ std::string messageFor(const Failure &f) {
 }
 } // namespace
 
-std::string toSarif(const Result &r, const Context &ctx) {
+std::string toSarif(const Result &r, const Context &ctx, const RelationDiff *changes) {
   json::Array rules;
   for (const Rule &ru : kRules)
     rules.push_back(json::Object{{"id", ru.id}, {"name", ru.name},
@@ -85,6 +87,27 @@ std::string toSarif(const Result &r, const Context &ctx) {
                                    {"level", "warning"},
                                    {"message", json::Object{{"text", "UNKNOWN: " + r.reason}}},
                                    {"locations", json::Array{specLocation(ctx, "")}}});
+  // A changed relation is flagged where it is recorded, so the reviewer sees
+  // the old line next to the spec edit that changed it.
+  if (changes)
+    for (const RelationChange &c : changes->changed) {
+      const SrcLoc &l = c.recorded.loc;
+      json::Object region{{"startLine", l.line > 0 ? l.line : 1}};
+      if (l.line > 0 && l.col > 0)
+        region["startColumn"] = l.col;
+      std::string text = "relation of '" + c.current.tensor + "'" +
+                         (c.current.module.empty() ? "" : " (module " + c.current.module + ")") +
+                         " changed: " + c.recorded.status + " " + c.recorded.relation + " -> " +
+                         c.current.status + " " + c.current.relation;
+      json::Object loc{{"physicalLocation",
+                        json::Object{{"artifactLocation", json::Object{{"uri", l.file.empty() ? ctx.specPath : l.file}}},
+                                     {"region", std::move(region)}}}};
+      results.push_back(json::Object{{"ruleId", kRules[5].id},
+                                     {"level", "error"},
+                                     {"message", json::Object{{"text", std::move(text)}}},
+                                     {"locations", json::Array{std::move(loc)}},
+                                     {"properties", json::Object{{"tensor", c.current.tensor}, {"module", c.current.module}}}});
+    }
   json::Object driver{{"name", "shardproof"},
                       {"rules", std::move(rules)}};
   json::Object run{{"tool", json::Object{{"driver", std::move(driver)}}},

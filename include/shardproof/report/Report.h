@@ -33,8 +33,11 @@ void printText(llvm::raw_ostream &os, const relation::Result &r, const Context &
 /// peak memory.
 void printStats(llvm::raw_ostream &os, const relation::Stats &s);
 std::string toJson(const relation::Result &r, const Context &ctx);
-/// The result as SARIF 2.1.0 (--sarif): one result per failure, located in the spec.
-std::string toSarif(const relation::Result &r, const Context &ctx);
+struct RelationDiff;
+/// The result as SARIF 2.1.0 (--sarif): one result per failure, located in the
+/// spec, and with `changes` (check --relations) one per changed relation,
+/// located at its line in the relation file.
+std::string toSarif(const relation::Result &r, const Context &ctx, const RelationDiff *changes = nullptr);
 
 /// The replay section: for each refuted output or size condition, the sizes,
 /// rank and index, and the two numbers (or sizes) execution gave. Returns

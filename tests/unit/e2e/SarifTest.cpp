@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <llvm/Support/JSON.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -81,6 +82,39 @@ TEST(Sarif, VerifiedExampleHasNoResults) {
   auto *runs = v.getAsObject()->getArray("runs");
   ASSERT_TRUE(runs && runs->size() == 1);
   EXPECT_TRUE((*runs)[0].getAsObject()->getArray("results")->empty());
+}
+
+TEST(Sarif, ChangedRelationIsFlaggedAtItsLineInTheRelationFile) {
+  fs::path rel = tempPath("mlp.relations.yaml"), out = tempPath("changed.sarif");
+  auto inf = runShardproof("infer --quiet " + example("mlp_tp2.yaml") + " -o " + rel.string());
+  ASSERT_EQ(inf.exitCode, 0) << inf.out;
+  // Hand-edit fc1's recorded shard axis: the fresh check must disagree with it.
+  std::ifstream in(rel);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  std::string from = "/fc1/MatMul_output_0@1, axis=2)", to = "/fc1/MatMul_output_0@1, axis=1)";
+  auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, from.size(), to);
+  int line = 1 + std::count(text.begin(), text.begin() + at, '\n');
+  std::ofstream(rel) << text;
+  auto r = runShardproof("check --quiet " + example("mlp_tp2.yaml") + " --relations " + rel.string() +
+                         " --sarif " + out.string());
+  EXPECT_EQ(r.exitCode, 5) << r.out;
+  json::Value v = readJson(out);
+  fs::remove(out);
+  fs::remove(rel);
+  auto *results = (*v.getAsObject()->getArray("runs"))[0].getAsObject()->getArray("results");
+  ASSERT_TRUE(results && results->size() == 1);
+  auto *o = (*results)[0].getAsObject();
+  EXPECT_EQ(str(o->getString("ruleId")), "SP006");
+  auto *loc = (*o->getArray("locations"))[0].getAsObject()->getObject("physicalLocation");
+  EXPECT_EQ(str(loc->getObject("artifactLocation")->getString("uri")), rel.string());
+  EXPECT_EQ(loc->getObject("region")->getInteger("startLine").value_or(0), line);
+  std::string msg = str(o->getObject("message")->getString("text"));
+  EXPECT_NE(msg.find("(module fc1) changed"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("axis=1) -> matched"), std::string::npos) << msg;
 }
 
 TEST(Sarif, OutputInAMissingDirectoryIsBadInputAndWritesNothing) {
