@@ -71,9 +71,11 @@ std::string toSarif(const Result &r, const Context &ctx, const RelationDiff *cha
   json::Array results;
   for (const Failure &f : r.failures) {
     const Rule &ru = ruleFor(f.kind);
-    // A refutation is an error; an undecided step is a warning (UNKNOWN).
-    bool refuted = f.kind == Failure::NoRelation || f.kind == Failure::OutputMismatch ||
-                   f.kind == Failure::Obligation;
+    // An error only in a REFUTED run: a node without a relation in an UNKNOWN
+    // run is not shown wrong, so it stays a warning like any undecided step.
+    bool refuted = r.verdict == Verdict::Refuted &&
+                   (f.kind == Failure::NoRelation || f.kind == Failure::OutputMismatch ||
+                    f.kind == Failure::Obligation);
     json::Object props{{"node", f.refNode}, {"module", f.module}, {"tensor", f.tensor}};
     results.push_back(json::Object{{"ruleId", ru.id},
                                    {"level", refuted ? "error" : "warning"},

@@ -84,6 +84,20 @@ TEST(Sarif, VerifiedExampleHasNoResults) {
   EXPECT_TRUE((*runs)[0].getAsObject()->getArray("results")->empty());
 }
 
+TEST(Sarif, UnknownRunHasOnlyWarnings) {
+  // pad_attn_finite is UNKNOWN (masked columns are tiny, not zero): nothing in
+  // it was shown wrong, so no result may claim the level of a refutation.
+  fs::path out = tempPath("unknown.sarif");
+  auto r = runShardproof("check --quiet " + example("pad_attn_finite.yaml") + " --sarif " + out.string());
+  ASSERT_EQ(r.exitCode, 2) << r.out;
+  json::Value v = readJson(out);
+  fs::remove(out);
+  auto *results = (*v.getAsObject()->getArray("runs"))[0].getAsObject()->getArray("results");
+  ASSERT_TRUE(results && !results->empty());
+  for (auto &res : *results)
+    EXPECT_EQ(str(res.getAsObject()->getString("level")), "warning");
+}
+
 TEST(Sarif, ChangedRelationIsFlaggedAtItsLineInTheRelationFile) {
   fs::path rel = tempPath("mlp.relations.yaml"), out = tempPath("changed.sarif");
   auto inf = runShardproof("infer --quiet " + example("mlp_tp2.yaml") + " -o " + rel.string());
