@@ -63,6 +63,7 @@ Examples:
   shardproof check specs/examples/mlp_tp2.yaml                  # VERIFIED
   shardproof check specs/examples/mlp_bias_before_reduce.yaml   # REFUTED at fc2
   shardproof check spec.yaml --json report.json --stats
+  shardproof check spec.yaml --sarif review.sarif   # annotations for code review (docs/code-review.md)
   shardproof check specs/examples/gpt_tp2.yaml --relations specs/examples/gpt_tp2.relations.yaml
 
 With --relations FILE (written by `shardproof infer`), the relations found are
@@ -147,6 +148,7 @@ int reportError(llvm::Error e) {
 struct CheckArgs {
   std::string spec;
   std::string json;
+  std::string sarif; // --sarif
   std::string smtDump;
   std::string relationsIn;  // check --relations: compare with this file
   std::string relationsOut; // infer -o: write the relations here
@@ -173,7 +175,7 @@ int run(const CheckArgs &a, bool infer) {
   inputs.insert(inputs.end(), spec->rankPaths.begin(), spec->rankPaths.end());
   if (!a.relationsIn.empty())
     inputs.push_back(a.relationsIn);
-  for (const std::string *out : {&a.json, &a.relationsOut}) {
+  for (const std::string *out : {&a.json, &a.sarif, &a.relationsOut}) {
     if (auto e = report::checkNotAnInput(*out, inputs))
       return reportError(std::move(e));
     if (auto e = report::checkWritable(*out))
@@ -219,6 +221,10 @@ int run(const CheckArgs &a, bool infer) {
   if (!result)
     return reportError(result.takeError());
   report::Context ctx{a.spec, spec->reference, spec->rankPaths};
+  for (auto *group : {&spec->inputs, &spec->outputs, &spec->layers})
+    for (auto &[name, placement] : *group)
+      ctx.placementLocs.emplace_back(name, placement.loc);
+  ctx.ranksLoc = spec->ranksLoc;
   auto tReport = std::chrono::steady_clock::now();
   if (!a.quiet) {
     report::TextOptions t;
@@ -243,6 +249,13 @@ int run(const CheckArgs &a, bool infer) {
   if (!a.json.empty())
     if (auto e = report::writeFileAtomically(a.json, report::toJson(*result, ctx)))
       return reportError(std::move(e));
+  if (!a.sarif.empty()) {
+    std::optional<report::RelationDiff> changes;
+    if (recorded)
+      changes = report::diffRelations(*recorded, *result);
+    if (auto e = report::writeFileAtomically(a.sarif, report::toSarif(*result, ctx, changes ? &*changes : nullptr)))
+      return reportError(std::move(e));
+  }
   if (infer) {
     if (auto e = report::writeFileAtomically(a.relationsOut, report::writeRelationFile(*result, ctx)))
       return reportError(std::move(e));
@@ -340,6 +353,7 @@ int main(int argc, char **argv) {
   auto addCommon = [](CLI::App *cmd, CheckArgs &a) {
     cmd->add_option("spec", a.spec, "The YAML spec (paths in it are relative to it)")->required();
     cmd->add_option("--json", a.json, "Also write the report as JSON to this file");
+    cmd->add_option("--sarif", a.sarif, "Also write the failures as SARIF 2.1.0 to this file");
     cmd->add_option("--solver-timeout,--timeout-ms", a.timeoutMs,
                     "Solver timeout per query, in milliseconds (a timeout gives UNKNOWN)")
         ->capture_default_str();

@@ -14,6 +14,10 @@ struct Context {
   std::string specPath;
   std::string reference;
   std::vector<std::string> rankPaths;
+  /// Where the spec places each input, output and checkpoint (file:line:col),
+  /// and the ranks line: review annotations point there (--sarif).
+  std::vector<std::pair<std::string, SrcLoc>> placementLocs;
+  SrcLoc ranksLoc;
 };
 
 struct TextOptions {
@@ -29,6 +33,11 @@ void printText(llvm::raw_ostream &os, const relation::Result &r, const Context &
 /// peak memory.
 void printStats(llvm::raw_ostream &os, const relation::Stats &s);
 std::string toJson(const relation::Result &r, const Context &ctx);
+struct RelationDiff;
+/// The result as SARIF 2.1.0 (--sarif): one result per failure, located in the
+/// spec, and with `changes` (check --relations) one per changed relation,
+/// located at its line in the relation file.
+std::string toSarif(const relation::Result &r, const Context &ctx, const RelationDiff *changes = nullptr);
 
 /// The replay section: for each refuted output or size condition, the sizes,
 /// rank and index, and the two numbers (or sizes) execution gave. Returns
