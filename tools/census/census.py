@@ -273,16 +273,18 @@ def main():
             verdict, reason = check(args.shardproof, write_spec(d, "m", model))
             results[name] = (verdict, reason)
             # Blame only the node the check names; other patterns of a failed entry were not decided by it.
+            # "unsupported operator X" names the op, the table line before it the output: blame that op.
             blamed = re.search(r"node '([^']*)'", reason)
+            blamed_op = re.search(r"unsupported operator (\w+)", reason)
             for op, dom, pat, node in nodes:
                 p = (op, dom, pat)
                 if verdict == "VERIFIED":
                     ok_patterns.add(p)
-                elif blamed and node == blamed.group(1):
+                elif (blamed and node == blamed.group(1)) or (blamed_op and op == blamed_op.group(1)):
                     why.setdefault(p, f"{name}: {verdict} {reason}")
             for p in {(op, dom, pat) for op, dom, pat, _ in nodes}:
                 uses[p] += 1
-                if verdict != "VERIFIED" and not blamed:
+                if verdict != "VERIFIED" and not blamed and not blamed_op:
                     why.setdefault(p, f"{name}: {verdict} {reason} (no node named)")
     rows = ["| op | pattern | catalogue uses | supported | why not |", "|---|---|---|---|---|"]
     for (op, dom, pat), n in sorted(uses.items()):
