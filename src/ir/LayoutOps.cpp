@@ -109,7 +109,7 @@ Term reshape(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &id
   return read(0, out, level);
 }
 
-// --- Slice (step 1) ------------------------------------------------------------
+// --- Slice (any constant step) ---------------------------------------------------
 // Clamps like ONNX: negative starts/ends count from the end; both are clipped to [0, dim].
 Expr clampIndex(const Expr &v, const Expr &dim) {
   if (auto c = v.asInt()) {
@@ -122,6 +122,22 @@ Expr clampIndex(const Expr &v, const Expr &dim) {
   // A computed start/end may be negative at some sizes: then it counts from the end.
   Expr zero = Expr::intConst(0);
   return ite(v < zero, max(dim + v, zero), min(v, dim));
+}
+
+// For a negative step ONNX clamps start to [0, dim-1] and end to [-1, dim-1]
+// (end -1 means "through index 0"); torch's flip ends at -INT64_MAX.
+Expr clampIndexReverse(const Expr &v, const Expr &dim) {
+  Expr minus1 = Expr::intConst(-1);
+  if (auto c = v.asInt()) {
+    if (*c >= (int64_t(1) << 62))
+      return dim - 1;
+    if (*c <= -(int64_t(1) << 62))
+      return minus1;
+    if (*c < 0)
+      return max(dim + *c, minus1);
+    return min(v, dim - 1);
+  }
+  return ite(v < Expr::intConst(0), max(dim + v, minus1), min(v, dim - 1));
 }
 
 llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
@@ -153,6 +169,7 @@ llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
   Shape out = s;
   OpResult r;
   r.auxExprs.assign(s.rank(), Expr::intConst(0)); // per-axis start offset
+  r.aux.assign(s.rank(), 1);                        // per-axis step
   for (size_t k = 0; k < axes.size(); ++k) {
     auto ax = constInt(in.node, axes[k], "a Slice axis");
     if (!ax)
@@ -160,15 +177,32 @@ llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
     auto a = normAxis(in.node, *ax, s.rank());
     if (!a)
       return a.takeError();
+    int64_t step = 1;
     if (k < steps.size()) {
       auto st = steps[k].asInt();
-      if (!st || *st != 1)
-        return unsupportedError("node " + describe(in.node) + ": Slice with step other than 1");
+      // A step only known at run time would make the output length data-dependent.
+      if (!st)
+        return unsupportedError("node " + describe(in.node) + ": Slice with a step that is not a constant");
+      if (*st == 0)
+        return userError("node " + describe(in.node) + ": Slice step 0");
+      // Bounded so b + i * step cannot overflow for any real dim.
+      if (*st > (int64_t(1) << 31) || *st < -(int64_t(1) << 31))
+        return unsupportedError("node " + describe(in.node) + ": Slice step beyond 2^31");
+      step = *st;
     }
-    Expr b = clampIndex((*starts)[k], s.dims[*a]).simplify();
-    Expr e = clampIndex((*ends)[k], s.dims[*a]).simplify();
-    out.dims[*a] = max(e - b, Expr::intConst(0)).simplify();
+    Expr b, len;
+    if (step > 0) {
+      b = clampIndex((*starts)[k], s.dims[*a]).simplify();
+      Expr e = clampIndex((*ends)[k], s.dims[*a]);
+      len = step == 1 ? max(e - b, Expr::intConst(0)) : max(floorDiv(e - b + (step - 1), Expr::intConst(step)), Expr::intConst(0));
+    } else {
+      b = clampIndexReverse((*starts)[k], s.dims[*a]).simplify();
+      Expr e = clampIndexReverse((*ends)[k], s.dims[*a]);
+      len = max(floorDiv(b - e + (-step - 1), Expr::intConst(-step)), Expr::intConst(0));
+    }
+    out.dims[*a] = len.simplify();
     r.auxExprs[*a] = b;
+    r.aux[*a] = step;
   }
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
@@ -178,8 +212,9 @@ llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
     if (b && n) {
       IntTensor v;
       v.dims = {*n};
-      for (int64_t i = 0; i < *n && *b + i < static_cast<int64_t>(in.values[0]->size()); ++i)
-        v.vals.push_back(in.values[0]->vals[*b + i]);
+      int64_t step = r.aux[0], size = static_cast<int64_t>(in.values[0]->size());
+      for (int64_t i = 0; i < *n && *b + i * step >= 0 && *b + i * step < size; ++i)
+        v.vals.push_back(in.values[0]->vals[*b + i * step]);
       if (static_cast<int64_t>(v.vals.size()) == *n)
         r.values = {v};
     }
@@ -189,7 +224,7 @@ llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
 Term slice(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
   IndexVec src;
   for (size_t d = 0; d < idx.size(); ++d)
-    src.push_back(idx[d] + r.auxExprs[d]);
+    src.push_back(r.aux[d] == 1 ? idx[d] + r.auxExprs[d] : idx[d] * r.aux[d] + r.auxExprs[d]);
   return read(0, src, level);
 }
 
