@@ -23,6 +23,7 @@ import rope  # noqa: E402
 import intsplit  # noqa: E402
 import varlen  # noqa: E402
 import stepped  # noqa: E402
+import padsplit  # noqa: E402
 
 
 def main():
@@ -45,6 +46,7 @@ def main():
     intsplit.generate(out)
     varlen.generate(out)
     stepped.generate(out)
+    padsplit.generate(out)
     # The layouts above on more world sizes (each on a forked RNG).
     gpt.generate_worlds(out)
     llama.generate_worlds(out)
