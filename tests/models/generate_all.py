@@ -22,6 +22,8 @@ import padding  # noqa: E402
 import rope  # noqa: E402
 import intsplit  # noqa: E402
 import varlen  # noqa: E402
+import stepped  # noqa: E402
+import padsplit  # noqa: E402
 
 
 def main():
@@ -43,6 +45,8 @@ def main():
     rope.generate(out)
     intsplit.generate(out)
     varlen.generate(out)
+    stepped.generate(out)
+    padsplit.generate(out)
     # The layouts above on more world sizes (each on a forked RNG).
     gpt.generate_worlds(out)
     llama.generate_worlds(out)

@@ -29,6 +29,12 @@ IntTensor ints(std::vector<int64_t> v) {
     t.vals.push_back(num(x));
   return t;
 }
+Attribute strAttr(const std::string &v) {
+  Attribute a;
+  a.kind = Attribute::Kind::String;
+  a.s = v;
+  return a;
+}
 Attribute intAttr(int64_t v) {
   Attribute a;
   a.kind = Attribute::Kind::Int;
@@ -171,6 +177,38 @@ TEST(IndexMap, SliceOfASymbolicAxisIsClampedToTheDim) {
   Apply a("Slice", {shape({sym("s")}), shape({num(1)}), shape({num(1)})}, {}, {std::nullopt, ints({0}), ints({4})});
   EXPECT_NE(a.outShape().find("s"), std::string::npos) << a.outShape();
   EXPECT_NE(a.outShape().find("4"), std::string::npos) << a.outShape();
+}
+
+TEST(IndexMap, SliceWithStepTwoReadsEveryOtherElement) {
+  // x[:, 1::2] on 16 columns: 8 elements, column 1 + 2 i.
+  Apply a("Slice", {shape({sym("s"), num(16)}), shape({num(1)}), shape({num(1)}), shape({num(1)}), shape({num(1)})},
+          {}, {std::nullopt, ints({1}), ints({INT64_MAX}), ints({1}), ints({2})});
+  EXPECT_EQ(a.outShape(), "[s, 8]");
+  EXPECT_EQ(a.element(), "in0[i!0, 1 + 2*i!1]");
+}
+
+TEST(IndexMap, SliceWithStepMinusOneReversesTheWholeAxis) {
+  // x.flip(1) as torch exports it: start -1, end -INT64_MAX, step -1.
+  Apply a("Slice", {shape({sym("s"), num(16)}), shape({num(1)}), shape({num(1)}), shape({num(1)}), shape({num(1)})},
+          {}, {std::nullopt, ints({-1}), ints({-INT64_MAX}), ints({1}), ints({-1})});
+  EXPECT_EQ(a.outShape(), "[s, 16]");
+  EXPECT_EQ(a.element(), "in0[i!0, 15 - i!1]");
+}
+
+TEST(IndexMap, PadWidensEachAxisByItsPads) {
+  // F.pad(x, (1, 2)) on [s, 4]: pads are all befores, then all afters.
+  Apply a("Pad", {shape({sym("s"), num(4)}), shape({num(4)})}, {}, {std::nullopt, ints({0, 1, 0, 2})});
+  EXPECT_EQ(a.outShape(), "[s, 7]");
+  EXPECT_NE(a.element().find("in0[i!0, -1 + i!1]"), std::string::npos) << a.element();
+}
+
+TEST(IndexMap, PadInReflectModeObligesTheInputToBeWiderThanThePad) {
+  // Reflecting 2 rows needs at least 3: at s = 2 ONNX has nothing to reflect.
+  Apply a("Pad", {shape({sym("s")}), shape({num(2)})}, {{"mode", strAttr("reflect")}}, {std::nullopt, ints({2, 0})});
+  EXPECT_EQ(a.outShape(), "[2 + s]");
+  // After the size obligation, the width condition (the pads are known non-negative).
+  ASSERT_EQ(a.obligations().size(), 2u);
+  EXPECT_NE(a.obligations()[1].find("3 <= s"), std::string::npos) << a.obligations()[1];
 }
 
 TEST(IndexMap, ConcatSelectsTheInputByTheAxisIndex) {
