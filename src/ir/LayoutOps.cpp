@@ -171,19 +171,20 @@ Expr clampIndex(const Expr &v, const Expr &dim) {
 }
 
 // For a negative step ONNX clamps start to [0, dim-1] and end to [-1, dim-1]
-// (end -1 means "through index 0"); torch's flip ends at -INT64_MAX.
-Expr clampIndexReverse(const Expr &v, const Expr &dim) {
-  Expr minus1 = Expr::intConst(-1);
+// (end -1 means "through index 0"), after adding dim to a negative value;
+// torch's flip ends at -INT64_MAX. `lowest` is 0 for a start, -1 for an end.
+Expr clampIndexReverse(const Expr &v, const Expr &dim, int64_t lowest) {
+  Expr low = Expr::intConst(lowest);
   if (auto c = v.asInt()) {
     if (*c >= (int64_t(1) << 62))
       return dim - 1;
     if (*c <= -(int64_t(1) << 62))
-      return minus1;
+      return low;
     if (*c < 0)
-      return max(dim + *c, minus1);
+      return max(dim + *c, low);
     return min(v, dim - 1);
   }
-  return ite(v < Expr::intConst(0), max(dim + v, minus1), min(v, dim - 1));
+  return ite(v < Expr::intConst(0), max(dim + v, low), min(v, dim - 1));
 }
 
 llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
@@ -242,8 +243,8 @@ llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
       Expr e = clampIndex((*ends)[k], s.dims[*a]);
       len = step == 1 ? max(e - b, Expr::intConst(0)) : max(floorDiv(e - b + (step - 1), Expr::intConst(step)), Expr::intConst(0));
     } else {
-      b = clampIndexReverse((*starts)[k], s.dims[*a]).simplify();
-      Expr e = clampIndexReverse((*ends)[k], s.dims[*a]);
+      b = clampIndexReverse((*starts)[k], s.dims[*a], 0).simplify();
+      Expr e = clampIndexReverse((*ends)[k], s.dims[*a], -1);
       len = max(floorDiv(b - e + (-step - 1), Expr::intConst(-step)), Expr::intConst(0));
     }
     out.dims[*a] = len.simplify();

@@ -195,6 +195,16 @@ TEST(IndexMap, SliceWithStepMinusOneReversesTheWholeAxis) {
   EXPECT_EQ(a.element(), "in0[i!0, 15 - i!1]");
 }
 
+TEST(IndexMap, AReverseSliceStartBeforeTheAxisClampsToItsFirstElement) {
+  // ONNX: with a negative step the start clamps to [0, dim - 1] (the end to
+  // [-1, dim - 1]); a start of -100 on 16 elements is element 0, so slicing
+  // down to the end keeps exactly that element.
+  Apply a("Slice", {shape({num(16)}), shape({num(1)}), shape({num(1)}), shape({num(1)}), shape({num(1)})}, {},
+          {std::nullopt, ints({-100}), ints({-INT64_MAX}), ints({0}), ints({-1})});
+  EXPECT_EQ(a.outShape(), "[1]");
+  EXPECT_EQ(a.element(), "in0[-i!0]");
+}
+
 TEST(IndexMap, PadWidensEachAxisByItsPads) {
   // F.pad(x, (1, 2)) on [s, 4]: pads are all befores, then all afters.
   Apply a("Pad", {shape({sym("s"), num(4)}), shape({num(4)})}, {}, {std::nullopt, ints({0, 1, 0, 2})});
