@@ -5,16 +5,16 @@ the right shape (export traces it, values do not matter), `symbolic` emits the
 ONNX node the verifier reads. Outputs get an unsized type so the exporter
 cannot bake the traced size into later shape arithmetic.
 """
+import os
+import sys
+
 import torch
 
+# The capture package's helpers (python/shardproof): one definition of how a
+# collective's output loses its traced sizes, and of the custom domains.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "python"))
+from shardproof.torch.collectives import CUSTOM_DOMAINS, unsized  # noqa: E402
 
-def _unsized(g, node, like):
-    t = like.type()
-    try:
-        node.setType(t.with_sizes([None] * t.dim()))
-    except (AttributeError, RuntimeError, TypeError):
-        pass  # no type information to rewrite: nothing was baked in either
-    return node
 
 
 class AllReduce(torch.autograd.Function):
@@ -26,7 +26,7 @@ class AllReduce(torch.autograd.Function):
 
     @staticmethod
     def symbolic(g, x):
-        return _unsized(g, g.op("com.microsoft::AllReduce", x), x)
+        return unsized(g.op("com.microsoft::AllReduce", x), x)
 
 
 class AllReduceMax(torch.autograd.Function):
@@ -38,7 +38,7 @@ class AllReduceMax(torch.autograd.Function):
 
     @staticmethod
     def symbolic(g, x):
-        return _unsized(g, g.op("shardproof::AllReduce", x, op_s="max"), x)
+        return unsized(g.op("shardproof::AllReduce", x, op_s="max"), x)
 
 
 class AllGather(torch.autograd.Function):
@@ -50,7 +50,7 @@ class AllGather(torch.autograd.Function):
 
     @staticmethod
     def symbolic(g, x, axis, group_size):
-        return _unsized(g, g.op("com.microsoft::AllGather", x, axis_i=axis, group_size_i=group_size), x)
+        return unsized(g.op("com.microsoft::AllGather", x, axis_i=axis, group_size_i=group_size), x)
 
 
 class ReduceScatter(torch.autograd.Function):
@@ -62,7 +62,7 @@ class ReduceScatter(torch.autograd.Function):
 
     @staticmethod
     def symbolic(g, x, axis, group_size):
-        return _unsized(g, g.op("shardproof::ReduceScatter", x, axis_i=axis, group_size_i=group_size), x)
+        return unsized(g.op("shardproof::ReduceScatter", x, axis_i=axis, group_size_i=group_size), x)
 
 
 class AllToAll(torch.autograd.Function):
@@ -78,7 +78,7 @@ class AllToAll(torch.autograd.Function):
     def symbolic(g, x, split_axis, concat_axis, group_size):
         node = g.op("shardproof::AllToAll", x, split_axis_i=split_axis, concat_axis_i=concat_axis,
                     group_size_i=group_size)
-        return _unsized(g, node, x)
+        return unsized(node, x)
 
 
 class Mystery(torch.autograd.Function):
@@ -90,7 +90,7 @@ class Mystery(torch.autograd.Function):
 
     @staticmethod
     def symbolic(g, x):
-        return _unsized(g, g.op("shardproof::Mystery", x), x)
+        return unsized(g.op("shardproof::Mystery", x), x)
 
 
 def all_reduce(x):
@@ -116,5 +116,3 @@ def all_to_all(x, split_axis, concat_axis, group_size):
 def mystery(x):
     return Mystery.apply(x)
 
-
-CUSTOM_DOMAINS = {"com.microsoft": 1, "shardproof": 1}

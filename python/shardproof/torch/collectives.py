@@ -10,7 +10,8 @@ import torch
 CUSTOM_DOMAINS = {"com.microsoft": 1, "shardproof": 1}
 
 
-def _unsized(node, like):
+def unsized(node, like):
+    """`node` with `like`'s type but no sizes (the exporter cannot bake them in)."""
     t = like.type()
     try:
         node.setType(t.with_sizes([None] * t.dim()))
@@ -33,8 +34,8 @@ class AllReduce(Collective):
     @staticmethod
     def symbolic(g, x, op):
         if op == "sum":
-            return _unsized(g.op("com.microsoft::AllReduce", x), x)
-        return _unsized(g.op("shardproof::AllReduce", x, op_s=op), x)
+            return unsized(g.op("com.microsoft::AllReduce", x), x)
+        return unsized(g.op("shardproof::AllReduce", x, op_s=op), x)
 
 
 class AllGather(Collective):
@@ -44,7 +45,7 @@ class AllGather(Collective):
 
     @staticmethod
     def symbolic(g, x, axis, group_size):
-        return _unsized(g.op("com.microsoft::AllGather", x, axis_i=axis, group_size_i=group_size), x)
+        return unsized(g.op("com.microsoft::AllGather", x, axis_i=axis, group_size_i=group_size), x)
 
 
 class ReduceScatter(Collective):
@@ -54,7 +55,7 @@ class ReduceScatter(Collective):
 
     @staticmethod
     def symbolic(g, x, axis, group_size):
-        return _unsized(g.op("shardproof::ReduceScatter", x, axis_i=axis, group_size_i=group_size), x)
+        return unsized(g.op("shardproof::ReduceScatter", x, axis_i=axis, group_size_i=group_size), x)
 
 
 class AllToAll(Collective):
@@ -67,7 +68,7 @@ class AllToAll(Collective):
     def symbolic(g, x, split_axis, concat_axis, group_size):
         node = g.op("shardproof::AllToAll", x, split_axis_i=split_axis, concat_axis_i=concat_axis,
                     group_size_i=group_size)
-        return _unsized(node, x)
+        return unsized(node, x)
 
 
 # ONNX op types of the nodes above, for reading exported graphs back.

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -92,6 +93,15 @@ inline std::vector<std::string> exampleSpecs() {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+/// A gtest parameter name for an example spec: "gpt_tp2.yaml" -> "gpt_tp2".
+inline std::string exampleTestName(const std::string &spec) {
+  std::string n = spec.substr(0, spec.find('.'));
+  for (auto &ch : n)
+    if (!isalnum(static_cast<unsigned char>(ch)))
+      ch = '_';
+  return n;
 }
 
 } // namespace shardproof::testing

@@ -44,11 +44,7 @@ TEST_P(Examples, VerdictAndLocation) {
 
 INSTANTIATE_TEST_SUITE_P(Shipped, Examples, ::testing::ValuesIn(exampleSpecs()),
                          [](const ::testing::TestParamInfo<std::string> &i) {
-                           std::string n = i.param.substr(0, i.param.find('.'));
-                           for (auto &ch : n)
-                             if (!isalnum(static_cast<unsigned char>(ch)))
-                               ch = '_';
-                           return n;
+                           return shardproof::testing::exampleTestName(i.param);
                          });
 
 TEST(ExampleHeaders, TheFolderHoldsTheShippedExamples) {

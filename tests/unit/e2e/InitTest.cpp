@@ -119,11 +119,7 @@ TEST_P(InitDraft, GivesTheExampleVerdictOrStopsAtATodo) {
 
 INSTANTIATE_TEST_SUITE_P(Shipped, InitDraft, ::testing::ValuesIn(exampleSpecs()),
                          [](const ::testing::TestParamInfo<std::string> &i) {
-                           std::string n = i.param.substr(0, i.param.find('.'));
-                           for (auto &ch : n)
-                             if (!isalnum(static_cast<unsigned char>(ch)))
-                               ch = '_';
-                           return n;
+                           return shardproof::testing::exampleTestName(i.param);
                          });
 
 // What init guesses, read off a draft: comments give the reason, a rank-only
