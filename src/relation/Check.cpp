@@ -378,6 +378,35 @@ llvm::Error Session::checkOutputs() {
   return llvm::Error::success();
 }
 
+// Under REFUTED, a reference node without a relation that feeds only outputs
+// proven VERIFIED is a different decomposition, not the bug: it becomes a note
+// so the headline names a node on the path of a refuted output.
+void Session::demoteProvenBranches() {
+  std::vector<char> reaches(ref.values.size(), 0); // reaches an output not VERIFIED
+  for (auto &o : result.outputs)
+    if (o.verdict != Verdict::Verified)
+      if (auto id = ref.find(o.tensor))
+        reaches[*id] = 1;
+  for (int n = static_cast<int>(ref.nodes.size()) - 1; n >= 0; --n) {
+    bool any = false;
+    for (int out : ref.nodes[n].outputs)
+      any |= out >= 0 && reaches[out];
+    if (any)
+      for (int in : ref.nodes[n].inputs)
+        if (in >= 0)
+          reaches[in] = 1;
+  }
+  std::vector<Failure> keep;
+  for (auto &f : result.failures) {
+    auto id = f.kind == Failure::NoRelation ? ref.find(f.tensor) : std::nullopt;
+    if (id && !reaches[*id])
+      result.notes.push_back(f.message + " (every output it feeds is proven)");
+    else
+      keep.push_back(f);
+  }
+  result.failures = keep;
+}
+
 void Session::decide() {
   bool refuted = false, unknown = false;
   for (auto &o : result.outputs) {
@@ -392,6 +421,7 @@ void Session::decide() {
   }
   if (refuted) {
     result.verdict = Verdict::Refuted;
+    demoteProvenBranches();
   } else if (unknown || result.outputs.empty()) {
     result.verdict = Verdict::Unknown;
   } else {

@@ -87,6 +87,7 @@ struct Session {
   llvm::Error checkOutputs();
   llvm::Expected<OutputResult> checkClaim(int id, const spec::Placement &pl);
   void decide();
+  void demoteProvenBranches();
 
   // Shared helpers
   /// Bounds of the free index variables of a tensor of this shape.

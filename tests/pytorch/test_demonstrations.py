@@ -16,13 +16,15 @@ WRAPPER = os.path.join(ROOT, "tools", "shardproof-torch")
 BINARY = os.environ.get("SHARDPROOF_BINARY", os.path.join(ROOT, "build", "shardproof"))
 
 
-def three_commands(factory, world_size):
-    """export -> init -> check --witness; returns (exit code, report)."""
+def three_commands(factory, world_size, train=False, edit=None):
+    """export -> init -> check --witness; returns (exit code, report). `edit`
+    rewrites the drafted spec's text where a user would correct a guess."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "export")
         spec = os.path.join(tmp, "spec.yaml")
         steps = [
-            [WRAPPER, "export", os.path.join(MODELS, factory), "--world-size", str(world_size), "--out", out, "-q"],
+            [WRAPPER, "export", os.path.join(MODELS, factory), "--world-size", str(world_size), "--out", out, "-q"]
+            + (["--train"] if train else []),
             [BINARY, "init", os.path.join(out, "reference.onnx"), "--ranks", os.path.join(out, "rank{r}.onnx"),
              "--world-size", str(world_size), "-o", spec],
         ]
@@ -30,20 +32,25 @@ def three_commands(factory, world_size):
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 raise AssertionError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+        if edit:
+            with open(spec) as f:
+                text = f.read()
+            with open(spec, "w") as f:
+                f.write(edit(text))
         r = subprocess.run([BINARY, "check", "--witness", spec], capture_output=True, text=True)
         return r.returncode, r.stdout + r.stderr
 
 
 class Demonstration(unittest.TestCase):
-    def verified(self, factory, world_size, every_layer=True):
-        code, report = three_commands(factory, world_size)
+    def verified(self, factory, world_size, every_layer=True, **kw):
+        code, report = three_commands(factory, world_size, **kw)
         self.assertEqual(code, 0, report)
         self.assertIn("VERIFIED: every reference output is rebuilt", report)
         if every_layer:  # not only the outputs: every reference tensor has a counterpart
             self.assertNotIn("NO RELATION", report)
 
-    def refuted(self, factory, world_size, where):
-        code, report = three_commands(factory, world_size)
+    def refuted(self, factory, world_size, where, **kw):
+        code, report = three_commands(factory, world_size, **kw)
         self.assertEqual(code, 1, report)
         self.assertIn(where, report)
         self.assertIn("CONFIRMED: the two numbers differ", report)
@@ -106,6 +113,38 @@ class MegatronLlamaAgainstHfStyleReference(Demonstration):
 
     def test_o_proj_without_its_all_reduce_is_refuted(self):
         self.refuted("llama.py:llama_tp_missing_g", 2, "REFUTED at module self_attn.o_proj")
+
+
+def loss_is_partial(spec):
+    # Under sequence parallelism each rank's loss covers its own sequence shard.
+    return spec.replace("  loss: replicated", "  loss: partial")
+
+
+class TrainingStep(Demonstration):
+    """`export --train`: the loss and every parameter's gradient, through the
+    backward pass torch records (Megatron's f and g and their backward)."""
+
+    def test_tensor_parallel_mlp_with_layernorm(self):
+        self.verified("training.py:mlp_tp", 2, train=True)
+
+    def test_f_whose_backward_forgets_the_all_reduce_refutes_the_layernorm_gradients(self):
+        # The MLP's own gradients are right; the input gradient keeps one
+        # rank's part, so the replicated LayerNorm before it learns wrongly.
+        self.refuted("training.py:mlp_tp_f_without_reduce", 2, "output 'grad:norm.weight' on rank 0 differs",
+                     train=True)
+
+    def test_sequence_parallel_mlp_with_its_gradients_all_reduced(self):
+        self.verified("training.py:mlp_sp", 2, every_layer=False, train=True, edit=loss_is_partial)
+
+    def test_sequence_parallel_gradients_not_all_reduced_are_refuted(self):
+        # Megatron-LM #1446: LayerNorm weights under sequence parallelism
+        # each see one sequence shard; without the all-reduce they drift apart.
+        code, report = three_commands("training.py:mlp_sp_grads_unsynced", 2, train=True, edit=loss_is_partial)
+        self.assertEqual(code, 1, report)
+        for p in ("norm.weight", "norm.bias", "down.bias"):
+            self.assertIn(f"grad:{p}: REFUTED", report)
+        self.assertIn("grad:up.weight: VERIFIED", report)
+        self.assertIn("CONFIRMED: the two numbers differ", report)
 
 
 if __name__ == "__main__":

@@ -8,3 +8,4 @@ or, from the shell, `python3 -m shardproof.torch export FILE.py:FACTORY
 """
 from .exporter import Case, Exported, export, load_factory  # noqa: F401
 from .process_group import CaptureError, intercepted, simulated  # noqa: F401
+from . import gradients  # noqa: F401

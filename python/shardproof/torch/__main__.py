@@ -17,6 +17,11 @@ Then:
   shardproof init DIR/reference.onnx --ranks 'DIR/rank{r}.onnx' --world-size P -o spec.yaml
   shardproof check spec.yaml
 
+With --train, forward must return the scalar loss and each graph is the
+training step: outputs `loss` and `grad:<name>` for every parameter (the
+backward pass as torch's tracer records it, with Megatron-style Functions'
+own backward, so a missing all-reduce of a gradient shows in the graph).
+
 Example:
   tools/shardproof-torch export tests/models/megatron/gpt2.py:gpt2_tp --world-size 2 --out /tmp/gpt2
 
@@ -51,6 +56,9 @@ def main(argv=None):
     exp.add_argument("--out", "-o", required=True, metavar="DIR", help="directory for the ONNX files")
     exp.add_argument("--dynamic", type=_dynamic, action="append", default=[], metavar="INPUT=AXIS:NAME,...",
                      help="mark input axes dynamic (adds to the Case's dynamic axes), e.g. x=0:batch,1:seq")
+    exp.add_argument("--train", action="store_true",
+                     help="export the training step: forward must return the scalar loss; the graphs output the "
+                          "loss and grad:<name> for every parameter")
     exp.add_argument("--quiet", "-q", action="store_true")
     args = parser.parse_args(argv)
 
@@ -64,7 +72,7 @@ def main(argv=None):
                 if case.rank_dynamic is not None:
                     case.rank_dynamic.setdefault(name, {}).update(axes)
             log = None if args.quiet else (lambda m: print(m, file=sys.stderr))
-            result = exporter.export(case, args.world_size, args.out, log=log)
+            result = exporter.export(case, args.world_size, args.out, log=log, train=args.train)
     except CaptureError as e:
         print(f"shardproof.torch: error: {e}", file=sys.stderr)
         return 1

@@ -3,6 +3,7 @@
 Each graph is exported twice, at two example sizes, and the two files must be
 identical: a size that differs between them was baked into the graph.
 """
+import contextlib
 import dataclasses
 import io
 import os
@@ -15,6 +16,8 @@ import onnx
 import torch
 
 from . import collectives as C
+from . import gradients
+from . import sizes as symbolic_sizes
 from . import process_group as pg
 from .compare import first_difference
 from .process_group import CaptureError
@@ -39,6 +42,11 @@ class Case:
     outputs:        output names (default: "y", or y0, y1, ... for a tuple).
     sizes:          two example size assignments; default: distinct multiples
                     of the world size per size name.
+    finalize_grads: (module) -> None, for a training step (--train): runs on
+                    each rank after the backward pass with every parameter's
+                    .grad set and synchronizes them as the real training loop
+                    does (e.g. all-reduce the gradients of the LayerNorm
+                    weights under sequence parallelism).
     """
     reference: Callable[[], torch.nn.Module]
     implementation: Callable[[], torch.nn.Module]
@@ -48,6 +56,7 @@ class Case:
     rank_dynamic: Optional[Dict[str, Dict[int, str]]] = None
     outputs: Optional[List[str]] = None
     sizes: Optional[List[Dict[str, int]]] = None
+    finalize_grads: Optional[Callable[[torch.nn.Module], None]] = None
 
 
 @dataclasses.dataclass
@@ -106,10 +115,13 @@ def _where(e):
     return site
 
 
-def _export_one(what, module, inputs, dynamic, outputs_hint, case):
+def _export_one(what, module, inputs, dynamic, outputs_hint, case, train=False):
     names = list(inputs.keys())
     args = tuple(inputs[n] for n in names)
-    with torch.no_grad():
+    if train:
+        finalize = case.finalize_grads if what != "reference" else None
+        outputs_hint = gradients.train_step(module, what, CaptureError, finalize)
+    with torch.no_grad() if not train else contextlib.nullcontext():
         try:
             sample = module(*args)
         except CaptureError:
@@ -136,6 +148,9 @@ def _export_one(what, module, inputs, dynamic, outputs_hint, case):
             raise
         except Exception as e:
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            if train and ("_backward" in msg or "requires grad as a constant" in msg):
+                msg += (" (in the backward pass: an op whose backward has no rule in shardproof.torch.gradients "
+                        "yet; see docs/pytorch.md, 'The training step')")
             raise CaptureError(f"torch.onnx.export of the {what} failed: {msg} (at {_where(e)})") from e
     model = onnx.load_from_string(buf.getvalue())
     used = {n.domain for n in model.graph.node if n.domain not in ("", "ai.onnx")}
@@ -176,8 +191,10 @@ def _signature(calls):
     return [(kind, tuple(sorted(attrs.items()))) for kind, attrs, _ in calls]
 
 
-def export(case: Case, world_size: int, out: str, log=None) -> Exported:
+def export(case: Case, world_size: int, out: str, log=None, train=False) -> Exported:
     """Exports DIR/reference.onnx and DIR/rank{r}.onnx for r < world_size.
+    With train=True each graph is the training step: its outputs are the loss
+    (what forward returns) and `grad:<name>` for every parameter.
     Raises CaptureError on any problem; nothing is written unless every graph
     exported and passed the checks."""
     if world_size < 1:
@@ -190,23 +207,37 @@ def export(case: Case, world_size: int, out: str, log=None) -> Exported:
     say = log or (lambda msg: None)
 
     models = {}
-    with pg.intercepted():
+    step = contextlib.ExitStack()
+    if train:
+        step.enter_context(pg.training())
+        step.enter_context(gradients.replaced())
+    with pg.intercepted(), step:
         jobs = [("reference", "reference", 0, 1, case.reference, lambda s: case.inputs(s), case.dynamic)]
         jobs += [(f"rank{r}", f"implementation on rank {r}", r, world_size, case.implementation,
                   (lambda s, r=r: rank_inputs(s, r, world_size)), rank_dynamic) for r in range(world_size)]
         signatures = {}
+        # A training step holds the sizes autograd saved as integers: a third
+        # export lets sizes.py write them back as shape arithmetic.
+        points = sizes + [symbolic_sizes.third_sizes(sizes)] if train else sizes
         for key, what, rank, world, factory, feed, dynamic in jobs:
-            exports = []
-            for k, s in enumerate(sizes):
+            exports, feeds = [], []
+            for k, s in enumerate(points):
                 with pg.simulated(rank, world) as rec:
                     torch.manual_seed(0)
                     module = _build(what, factory)
                     outputs = models[("outputs",)] if ("outputs",) in models else None
-                    model, out_names = _export_one(what, module, feed(dict(s)), dynamic, outputs, case)
+                    fed = feed(dict(s))
+                    feeds.append(fed)
+                    model, out_names = _export_one(what, module, fed, dynamic, outputs, case, train)
                     models.setdefault(("outputs",), out_names)
                     _annotate(model, rec.calls)
                     exports.append((model, rec.calls))
             diff = first_difference(exports[0][0], exports[1][0], sizes)
+            if diff and train:
+                fixed = symbolic_sizes.symbolize([e[0] for e in exports], feeds, dynamic)
+                if fixed is not None:
+                    exports[0] = (fixed, exports[0][1])
+                    diff = None
             if diff:
                 raise CaptureError(f"the {what}'s graph depends on the example size: {diff}")
             if rank != 0 or key != "reference":

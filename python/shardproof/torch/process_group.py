@@ -18,7 +18,12 @@ prover does not know must never turn into a wrong graph.
 
 User-defined autograd Functions (Megatron's f and g) are exported through
 their traced forward: their `symbolic`, if any, is written for a real process
-group (Megatron's calls an in-place all_reduce on a graph value).
+group (Megatron's calls an in-place all_reduce on a graph value). Under
+`training()` they are applied for real instead, so autograd runs their
+`backward` (Megatron's f all-reduces the input gradient there), and the
+collectives are invisible to autograd, as real ones are: torch differentiates
+through an in-place all_reduce as through the identity, and not at all into
+the input of an all_gather.
 """
 import contextlib
 import os
@@ -163,12 +168,22 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None):
     return r.group
 
 
+def _write(target, value):
+    """target.copy_(value), outside autograd while a training step is exported
+    (a real collective writes its result without autograd seeing it)."""
+    if _train:
+        with torch.no_grad():
+            target.copy_(value)
+    else:
+        target.copy_(value)
+
+
 def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
     _check_group(group, "all_reduce")
     name = _op_name(op, "all_reduce")
     _rec().record("all_reduce", op=name)
     if not _single_rank():
-        tensor.copy_(C.AllReduce.apply(tensor, name))
+        _write(tensor, C.AllReduce.apply(tensor, name))
     return _ret(async_op)
 
 
@@ -177,7 +192,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     r = _rec()
     r.record("all_gather", axis=0)
     out = C.AllGather.apply(input_tensor, 0, r.world_size) if r.world_size > 1 else input_tensor
-    output_tensor.copy_(out)
+    _write(output_tensor, out)
     return _ret(async_op)
 
 
@@ -191,7 +206,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     # One collective: gather along a new leading axis, entry i is rank i's tensor.
     stacked = C.AllGather.apply(tensor.unsqueeze(0), 0, r.world_size) if r.world_size > 1 else tensor.unsqueeze(0)
     for i in range(r.world_size):
-        tensor_list[i].copy_(stacked[i])
+        _write(tensor_list[i], stacked[i])
     return _ret(async_op)
 
 
@@ -202,7 +217,7 @@ def reduce_scatter_tensor(output, input, op=dist.ReduceOp.SUM, group=None, async
     r = _rec()
     r.record("reduce_scatter", axis=0)
     out = C.ReduceScatter.apply(input, 0, r.world_size) if r.world_size > 1 else input
-    output.copy_(out)
+    _write(output, out)
     return _ret(async_op)
 
 
@@ -217,7 +232,7 @@ def reduce_scatter(output, input_list, op=dist.ReduceOp.SUM, group=None, async_o
     r.record("reduce_scatter", axis=0, stacked=True)
     stacked = torch.stack(list(input_list), dim=0)
     out = C.ReduceScatter.apply(stacked, 0, r.world_size) if r.world_size > 1 else stacked
-    output.copy_(out[0])
+    _write(output, out[0])
     return _ret(async_op)
 
 
@@ -231,7 +246,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
                                "supported (equal splits are)")
     r.record("all_to_all", split_axis=0, concat_axis=0)
     out = C.AllToAll.apply(input, 0, 0, r.world_size) if r.world_size > 1 else input
-    output.copy_(out)
+    _write(output, out)
     return _ret(async_op)
 
 
@@ -278,11 +293,41 @@ class _Ctx:
         pass
 
 
+class _UserBackward(torch.autograd.Function):
+    """Identity on a user Function's inlined outputs whose backward is the user's
+    `backward`: the forward is traced as the user wrote it (collectives in it
+    become top-level nodes, not nested in a Python op) while autograd runs the
+    user's backward (Megatron's f all-reduces the input gradient there)."""
+
+    @staticmethod
+    def forward(ctx, user_cls, user_ctx, n_out, *rest):
+        ctx.user_cls, ctx.user_ctx, ctx.n_in = user_cls, user_ctx, len(rest) - n_out
+        return tuple(rest[:n_out]) if n_out > 1 else rest[0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        g = ctx.user_cls.backward(ctx.user_ctx, *grads)
+        g = tuple(g) if isinstance(g, (tuple, list)) else (g,)
+        g = g + (None,) * (ctx.n_in - len(g))
+        # No gradient into the inlined forward's own ops: the user's backward replaces them.
+        return (None, None, None) + (None,) * len(grads) + g[:ctx.n_in]
+
+
+def _ours(cls):
+    return cls.__module__.startswith(__name__.rsplit(".", 1)[0])
+
+
 @classmethod
 def _inline_apply(cls, *args):
-    if issubclass(cls, C.Collective):
+    if issubclass(cls, C.Collective) or (_train and _ours(cls)):
         return _real_apply.__get__(None, cls)(*args)
-    return cls.forward(_Ctx(), *args)
+    ctx = _Ctx()
+    ctx.needs_input_grad = tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+    out = cls.forward(ctx, *args)
+    if not _train:
+        return out
+    outs = out if isinstance(out, tuple) else (out,)
+    return _real_apply.__get__(None, _UserBackward)(cls, ctx, len(outs), *outs, *args)
 
 
 def install():
@@ -314,6 +359,22 @@ def intercepted():
         yield
     finally:
         undo()
+
+
+_train = False
+
+
+@contextlib.contextmanager
+def training():
+    """User autograd Functions applied for real and collectives hidden from
+    autograd, for exporting a training step (see the module's docstring)."""
+    global _train
+    previous = _train
+    _train = True
+    try:
+        yield
+    finally:
+        _train = previous
 
 
 @contextlib.contextmanager

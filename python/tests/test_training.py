@@ -1,0 +1,115 @@
+"""Unit tests of `export(..., train=True)`: the backward rules, the sizes
+autograd bakes in written back as shape arithmetic, and the errors.
+
+Run: PYTHONPATH=python /usr/bin/python3 -m unittest discover -s python/tests
+"""
+import os
+import sys
+import tempfile
+import unittest
+
+import onnx
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from shardproof.torch import Case, CaptureError, export, gradients, intercepted  # noqa: E402
+from shardproof.torch.sizes import _fit  # noqa: E402
+
+
+class Activations(nn.Module):
+    """Every op with a backward rule, on a [batch, 8] input; returns the loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(8)
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.proj(self.norm(x))
+        h = torch.tanh(h) + torch.sigmoid(h) + F.relu(h) + F.silu(h) + F.gelu(h) + F.gelu(h, approximate="tanh")
+        h = h + torch.exp(-h * h) + torch.rsqrt(h * h + 1) + torch.sqrt(h * h + 1)
+        h = F.softmax(h, dim=-1) + F.log_softmax(h, dim=-1)
+        return torch.matmul(h.unsqueeze(0), self.proj.weight.unsqueeze(0).transpose(-1, -2)).sum()
+
+
+class BackwardRules(unittest.TestCase):
+    def test_each_rule_gives_torchs_own_gradient(self):
+        torch.manual_seed(0)
+        module, x = Activations(), torch.randn(3, 8)
+        expected = torch.autograd.grad(module(x), list(module.parameters()))
+        with gradients.replaced():
+            got = torch.autograd.grad(module(x), list(module.parameters()), create_graph=True)
+        for e, g in zip(expected, got):
+            torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5)
+
+    def test_the_functions_are_restored_afterwards(self):
+        before = (torch.tanh, F.softmax, torch.Tensor.softmax, F.layer_norm, F.linear)
+        with gradients.replaced():
+            self.assertIsNot(torch.tanh, before[0])
+        self.assertEqual((torch.tanh, F.softmax, torch.Tensor.softmax, F.layer_norm, F.linear), before)
+
+
+class SizeFit(unittest.TestCase):
+    points = [{"batch": 4, "seq": 6}, {"batch": 10, "seq": 12}, {"batch": 16, "seq": 18}]
+
+    def test_a_size_a_product_and_a_multiple(self):
+        self.assertEqual(_fit([6, 12, 18], self.points, ["batch", "seq"]), (1, (0, 1)))
+        self.assertEqual(_fit([192, 960, 2304], self.points, ["batch", "seq"]), (8, (1, 1)))
+
+    def test_a_float_reciprocal_for_a_mean(self):
+        k, exps = _fit([1 / 24, 1 / 120, 1 / 288], self.points, ["batch", "seq"])
+        self.assertEqual(exps, (-1, -1))
+
+    def test_no_product_of_sizes_explains_it(self):
+        self.assertIsNone(_fit([7, 13, 20], self.points, ["batch", "seq"]))
+
+
+class Mlp(nn.Module):
+    def __init__(self, parallel):
+        super().__init__()
+        world = dist.get_world_size() if parallel else 1
+        self.up = nn.Linear(8, 16 // world)
+
+    def forward(self, x):
+        y = self.up(x)
+        return (y * y).sum()
+
+
+class TrainStep(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.out = os.path.join(self.tmp.name, "out")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_outputs_are_the_loss_and_every_parameters_gradient(self):
+        case = Case(reference=lambda: Mlp(False), implementation=lambda: Mlp(True),
+                    inputs=lambda s: {"x": torch.randn(s["batch"], s["seq"], 8)},
+                    dynamic={"x": {0: "batch", 1: "seq"}})
+        with intercepted():
+            export(case, 2, self.out, train=True)
+        for name in ("reference", "rank0", "rank1"):
+            graph = onnx.load(os.path.join(self.out, f"{name}.onnx")).graph
+            self.assertEqual([o.name for o in graph.output], ["loss", "grad:up.weight", "grad:up.bias"])
+            # The sum's backward expands to the input's shape: read from the
+            # input, not the example size.
+            self.assertTrue(any(n.name.startswith("/shardproof_sizes") for n in graph.node))
+
+    def test_a_forward_that_does_not_return_the_loss(self):
+        case = Case(reference=lambda: nn.Linear(8, 8), implementation=lambda: nn.Linear(8, 8),
+                    inputs=lambda s: {"x": torch.randn(s["batch"], 8)}, dynamic={"x": {0: "batch"}})
+        with intercepted():
+            with self.assertRaises(CaptureError) as e:
+                export(case, 2, self.out, train=True)
+        self.assertIn("must return the scalar loss, it returned [", str(e.exception))
+        self.assertFalse(os.path.exists(self.out))
+
+
+if __name__ == "__main__":
+    unittest.main()

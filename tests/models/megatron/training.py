@@ -1,0 +1,131 @@
+"""Training steps of Megatron-style blocks: the loss and every parameter's
+gradient, exported with `shardproof.torch export --train`. The forward returns
+the loss; the gradients come from torch's own backward pass, through the
+Megatron Functions' `backward` (f all-reduces the input gradient there).
+
+Factories (`--train --world-size P`):
+  mlp_tp                     LayerNorm + column/row-parallel MLP       VERIFIED
+  mlp_tp_f_without_reduce    f's backward forgets its all-reduce: the  REFUTED
+                             LayerNorm's gradients miss the other
+                             ranks' part
+  mlp_sp                     the same under sequence parallelism; the  VERIFIED
+                             gradients of the parameters applied to
+                             the local sequence (LayerNorm, the row-
+                             parallel bias) are all-reduced after the
+                             backward pass, as Megatron does
+  mlp_sp_grads_unsynced      ... without that all-reduce: each rank    REFUTED
+                             holds its own sequence shard's gradient
+  gpt2_block_tp              gpt2.py's whole block (attention + MLP)   UNKNOWN today:
+                                                                        the MLP's, the
+                             dense projection's and the second LayerNorm's gradients are
+                             VERIFIED; the fused QKV's and the first LayerNorm's (through
+                             the attention backward) end in solver timeouts (90 s)
+"""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import gpt2
+import tensor_parallel as tp
+from shardproof.torch import Case
+
+HIDDEN, FFN = 8, 32
+
+
+class MlpBlock(nn.Module):
+    def __init__(self, parallel=False, sequence_parallel=False):
+        super().__init__()
+        self.norm = nn.LayerNorm(HIDDEN)
+        if parallel:
+            self.up = tp.ColumnParallelLinear(HIDDEN, FFN, sequence_parallel=sequence_parallel)
+            self.down = tp.RowParallelLinear(FFN, HIDDEN, sequence_parallel=sequence_parallel)
+        else:
+            self.up = nn.Linear(HIDDEN, FFN)
+            self.down = nn.Linear(FFN, HIDDEN)
+        if sequence_parallel:
+            # Applied to the local sequence shard: their gradients are partial
+            # (Megatron marks them the same way).
+            for p in (self.norm.weight, self.norm.bias, self.down.bias):
+                p.sequence_parallel = True
+
+    def forward(self, x, target):
+        y = x + self.down(F.gelu(self.up(self.norm(x))))
+        return ((y - target) * (y - target)).sum()
+
+
+def allreduce_sequence_parallel_grads(module):
+    """After backward: sum the partial gradients of sequence-parallel parameters."""
+    if "sp_grads_unsynced" in tp.BUGS:
+        return
+    for p in module.parameters():
+        if getattr(p, "sequence_parallel", False) and p.grad is not None:
+            torch.distributed.all_reduce(p.grad, group=tp.get_tensor_model_parallel_group())
+
+
+def _case(sequence_parallel=False, bugs=()):
+    def inputs(sizes):
+        shape = (sizes["seq"], sizes["batch"], HIDDEN)
+        return {"x": torch.randn(*shape), "target": torch.randn(*shape)}
+
+    def implementation():
+        tp.reset_groups()
+        tp.BUGS.clear()
+        tp.BUGS.update(bugs)
+        return MlpBlock(parallel=True, sequence_parallel=sequence_parallel)
+
+    axes = {0: "seq", 1: "batch"}
+    dynamic = {"x": axes, "target": axes}
+    if not sequence_parallel:
+        return Case(reference=MlpBlock, implementation=implementation, inputs=inputs, dynamic=dynamic)
+
+    def rank_inputs(sizes, rank, world):
+        return {k: torch.chunk(v, world, dim=0)[rank] for k, v in inputs(sizes).items()}
+
+    local = {0: "seq_local", 1: "batch"}
+    return Case(reference=MlpBlock, implementation=implementation, inputs=inputs, rank_inputs=rank_inputs,
+                dynamic=dynamic, rank_dynamic={"x": local, "target": local},
+                finalize_grads=allreduce_sequence_parallel_grads)
+
+
+def mlp_tp():
+    return _case()
+
+
+def mlp_tp_f_without_reduce():
+    return _case(bugs={"f_backward_without_all_reduce"})
+
+
+def mlp_sp():
+    return _case(sequence_parallel=True)
+
+
+def mlp_sp_grads_unsynced():
+    return _case(sequence_parallel=True, bugs={"sp_grads_unsynced"})
+
+
+class GptBlockStep(nn.Module):
+    """gpt2.py's Block (attention + MLP) with a squared-error loss."""
+
+    def __init__(self, parallel=False):
+        super().__init__()
+        self.block = gpt2.Block(parallel=parallel)
+
+    def forward(self, x, target):
+        y = self.block(x)
+        return ((y - target) * (y - target)).sum()
+
+
+def gpt2_block_tp(bugs=()):
+    def implementation():
+        tp.reset_groups()
+        tp.BUGS.clear()
+        tp.BUGS.update(bugs)
+        return GptBlockStep(parallel=True)
+
+    def inputs(sizes):
+        shape = (sizes["seq"], sizes["batch"], gpt2.HIDDEN)
+        return {"x": torch.randn(*shape), "target": torch.randn(*shape)}
+
+    axes = {0: "seq", 1: "batch"}
+    return Case(reference=GptBlockStep, implementation=implementation, inputs=inputs,
+                dynamic={"x": axes, "target": axes})
