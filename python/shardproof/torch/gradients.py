@@ -127,31 +127,36 @@ class _Gelu(torch.autograd.Function):
         return g * d, None
 
 
-class _Softmax(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, dim):
+class _AlongDim(torch.autograd.Function):
+    """y = f(x, dim) with its vector-Jacobian product written in forward ops."""
+    NAME = ""
+
+    @classmethod
+    def forward(cls, ctx, x, dim):
         ctx.save_for_backward(x)
         ctx.dim = dim
-        return _orig("softmax")(x, dim)
+        return _orig(cls.NAME)(x, dim)
 
-    @staticmethod
-    def backward(ctx, g):
+    @classmethod
+    def backward(cls, ctx, g):
         x, = ctx.saved_tensors
-        y = _orig("softmax")(x, ctx.dim)
-        return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None
+        return cls.grad_input(g, _orig("softmax")(x, ctx.dim), ctx.dim), None
 
 
-class _LogSoftmax(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, dim):
-        ctx.save_for_backward(x)
-        ctx.dim = dim
-        return _orig("log_softmax")(x, dim)
+class _Softmax(_AlongDim):
+    NAME = "softmax"
 
     @staticmethod
-    def backward(ctx, g):
-        x, = ctx.saved_tensors
-        return g - _orig("softmax")(x, ctx.dim) * g.sum(ctx.dim, keepdim=True), None
+    def grad_input(g, y, dim):
+        return y * (g - (g * y).sum(dim, keepdim=True))
+
+
+class _LogSoftmax(_AlongDim):
+    NAME = "log_softmax"
+
+    @staticmethod
+    def grad_input(g, softmax, dim):
+        return g - softmax * g.sum(dim, keepdim=True)
 
 
 class _LayerNorm(torch.autograd.Function):
