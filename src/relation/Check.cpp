@@ -364,13 +364,17 @@ llvm::Error Session::checkOutputs() {
                        pl.loc);
   for (int id : ref.outputs) {
     const std::string &name = ref.values[id].name;
-    const spec::Placement *pl = nullptr;
-    for (auto &[n, p] : spec.outputs)
-      if (n == name)
-        pl = &p;
+    auto pl = spec.outputPlacement(name);
     if (!pl)
-      return userError("reference output '" + name + "' has no placement in the spec's outputs:", spec.referenceLoc);
-    auto res = checkClaim(id, *pl);
+      return pl.takeError();
+    if (!*pl)
+      return userError("reference output '" + name + "' has no placement in the spec's outputs" +
+                           (name.rfind("grad:", 0) == 0 && !spec.gradsLikeParams
+                                ? " (a training step's gradients can be placed like their parameters with "
+                                  "'grads: like_params')"
+                                : "") + ":",
+                       spec.referenceLoc);
+    auto res = checkClaim(id, **pl);
     if (!res)
       return res.takeError();
     result.outputs.push_back(*res);

@@ -6,6 +6,7 @@
 #include "DraftGuess.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace shardproof::spec {
@@ -108,7 +109,8 @@ Draft draftSpec(const DraftInput &in) {
   Draft d;
   std::vector<std::string> constraints, localSymbols;
   std::string inputs, outputs, constants;
-  unsigned omitted = 0;
+  unsigned omitted = 0, likeParams = 0;
+  std::map<std::string, std::string> inputGuess; // input -> its drafted placement
   auto place = [&](const std::string &name, bool output, std::string &out) {
     Side r = sideOf(ref, refShapes, name);
     std::vector<Side> ranks;
@@ -133,6 +135,18 @@ Draft draftSpec(const DraftInput &in) {
     if (g.omit) {
       ++omitted;
       return;
+    }
+    if (!output && !g.todo)
+      inputGuess[name] = g.placement;
+    // A training step's gradient drafted where its parameter is: said once by
+    // `grads: like_params` instead of once per parameter.
+    if (output && !g.todo && name.rfind("grad:", 0) == 0) {
+      auto it = inputGuess.find(name.substr(5));
+      if (it != inputGuess.end() && it->second == g.placement) {
+        ++likeParams;
+        ++d.guesses;
+        return;
+      }
     }
     (g.todo ? d.todos : d.guesses)++;
     for (auto &c : g.constraints)
@@ -189,6 +203,9 @@ Draft draftSpec(const DraftInput &in) {
   if (omitted)
     y += "  # " + std::to_string(omitted) + " initializer(s) hold the same values on the reference and every rank: "
          "constants, no placement needed\n";
+  if (likeParams)
+    y += "grads: like_params  # the " + std::to_string(likeParams) +
+         " outputs grad:<p> sit where their parameter <p> does; place one under outputs to override\n";
   y += "outputs:\n" + outputs;
 
   // Rank-only inputs: arbitrary unless bound (a length passed as data, say).

@@ -29,6 +29,33 @@ SymbolTable Spec::symbolTable() const {
   return t;
 }
 
+llvm::Expected<std::optional<Placement>> Spec::outputPlacement(const std::string &name) const {
+  for (auto &[n, p] : outputs)
+    if (n == name)
+      return std::optional<Placement>(p);
+  static const std::string kPrefix = "grad:";
+  if (!gradsLikeParams || name.compare(0, kPrefix.size(), kPrefix) != 0)
+    return std::optional<Placement>();
+  const std::string param = name.substr(kPrefix.size());
+  for (auto &[n, p] : inputs) {
+    if (n != param)
+      continue;
+    if (p.kind == Placement::Kind::Relation)
+      return userError("output '" + name + "': 'grads: like_params' cannot place it like '" + param +
+                           "', whose placement is a relation expression; give '" + name +
+                           "' a placement under outputs",
+                       gradsLoc);
+    Placement g = p;
+    g.values.reset(); // value ranges and exact values are about the parameter, not its gradient
+    g.exactValue = false;
+    g.elements.clear();
+    if (!g.as.empty())
+      g.as = kPrefix + g.as;
+    return std::optional<Placement>(g);
+  }
+  return std::optional<Placement>();
+}
+
 std::string Spec::rankName(const std::string &refName, const Placement &p, int r) {
   if (p.as.empty())
     return refName;
@@ -45,7 +72,7 @@ constexpr int64_t kMaxWorldSize = 65536;
 
 const std::vector<std::string> kTopKeys = {"shardproof", "reference", "implementation",
                                            "symbols",    "constraints", "inputs", "outputs",
-                                           "layers"};
+                                           "layers",     "grads"};
 
 std::string replaceRank(std::string s, int r) {
   std::string rs = std::to_string(r);
@@ -97,6 +124,14 @@ public:
       placements(*in, "input", spec_.inputs, any);
     if (const auto *out = top.find("outputs"))
       placements(*out, "output", spec_.outputs, any);
+    if (const auto *g = top.find("grads")) {
+      std::string how = getString(*g, "'grads'");
+      if (how != "like_params")
+        fail("'grads' takes 'like_params' (each output grad:<p> placed like input <p>), got '" + how + "'",
+             g->valueLoc);
+      spec_.gradsLikeParams = true;
+      spec_.gradsLoc = g->valueLoc;
+    }
     if (const auto *layers = top.find("layers"))
       placements(*layers, "layer", spec_.layers, any);
   }

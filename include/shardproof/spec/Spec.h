@@ -119,7 +119,16 @@ struct Spec {
   /// the tensor is computed and then used in place of its inferred relation.
   std::vector<std::pair<std::string, Placement>> layers;
 
+  /// `grads: like_params`: an output `grad:<p>` with no placement of its own
+  /// is placed like input `<p>` (a training step's gradients sit where their
+  /// parameters do).
+  bool gradsLikeParams = false;
+  SrcLoc gradsLoc;
+
   SymbolTable symbolTable() const;
+  /// The placement of output `name`: its own, else (with `grads: like_params`)
+  /// its parameter's; an error for a parameter placed by a relation expression.
+  llvm::Expected<std::optional<Placement>> outputPlacement(const std::string &name) const;
   /// Name of `refName` on rank r (applies `as:` and "{r}").
   static std::string rankName(const std::string &refName, const Placement &p, int r);
 };

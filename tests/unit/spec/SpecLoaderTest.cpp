@@ -213,6 +213,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "unknown key 'referense' in the spec; did you mean 'reference'? (allowed keys: "
                 "'shardproof', 'reference',",
                 "6:1"},
+        ErrCase{"GradsNotLikeParams", withImpl("grads: like_inputs\n"),
+                "'grads' takes 'like_params' (each output grad:<p> placed like input <p>), got 'like_inputs'",
+                "6:8"},
         ErrCase{"YamlSyntax", "shardproof: 1\nreference: [a, b\nimplementation: {}\n",
                 "invalid YAML: end of sequence flow not found", "3:15"},
         ErrCase{"YamlBadIndent", "shardproof: 1\nreference: x\n  world_size: 2\n",
@@ -427,3 +430,28 @@ TEST(SpecLoader, MissingFileNamesThePath) {
 }
 
 } // namespace
+
+// A training step: each gradient output sits where its parameter does, unless
+// the spec places it itself.
+TEST(SpecLoader, GradsLikeParamsPlacesEachGradientLikeItsParameter) {
+  auto s = parseSpec(withImpl("grads: like_params\ninputs:\n  w: {shard: 1, split: even}\n  b: replicated\n"
+                              "  e: {relation: \"concat(e@*, axis=0)\"}\n  k: {replicated: true, as: k_local}\n"
+                              "outputs:\n  \"grad:b\": partial\n"),
+                     "spec.yaml");
+  ASSERT_TRUE(bool(s)) << errorOf(std::move(s));
+  auto w = s->outputPlacement("grad:w");
+  ASSERT_TRUE(bool(w) && w->has_value());
+  EXPECT_EQ((*w)->kind, Placement::Kind::Shard);
+  EXPECT_EQ((*w)->axis, 1);
+  auto b = s->outputPlacement("grad:b"); // its own placement wins
+  ASSERT_TRUE(bool(b) && b->has_value());
+  EXPECT_EQ((*b)->kind, Placement::Kind::Partial);
+  auto k = s->outputPlacement("grad:k"); // renamed on the ranks like its parameter
+  ASSERT_TRUE(bool(k) && k->has_value());
+  EXPECT_EQ((*k)->as, "grad:k_local");
+  auto none = s->outputPlacement("grad:nothing");
+  ASSERT_TRUE(bool(none));
+  EXPECT_FALSE(none->has_value());
+  auto e = s->outputPlacement("grad:e");
+  EXPECT_THAT(errorOf(std::move(e)), HasSubstr("whose placement is a relation expression"));
+}
