@@ -509,6 +509,9 @@ Expr floorDiv(const Expr &a, const Expr &b) {
     return Expr::intConst(r);
   if (y && *y == 1)
     return a;
+  // (b*s*32) div (b*s) is 32: cancelled before Z3 rewrites it with zero guards.
+  if (auto q = dividePolynomial(a, b, false))
+    return *q;
   // Z3's div is Euclidean; it agrees with floor division for positive divisors.
   return Expr::fromRaw(Z3_mk_div(ctx(), a.raw(), b.raw()));
 }
@@ -522,6 +525,8 @@ Expr mod(const Expr &a, const Expr &b) {
     return Expr::intConst(r);
   if (y && *y == 1)
     return Expr::intConst(0);
+  if (auto r = dividePolynomial(a, b, true))
+    return *r;
   return Expr::fromRaw(Z3_mk_mod(ctx(), a.raw(), b.raw()));
 }
 Expr ceilDiv(const Expr &a, const Expr &b) { return floorDiv(a + b - Expr::intConst(1), b); }

@@ -165,6 +165,10 @@ Expr inRange(const Expr &x, const Expr &lo, const Expr &hi);
 /// e / c when every coefficient of the linear form of e (and its constant) is a
 /// multiple of c; nullopt otherwise (Simplify.cpp).
 std::optional<Expr> divideExact(const Expr &e, int64_t c);
+/// a div b (or a mod b) when b is a product of atoms and every monomial of a
+/// is a multiple of it: the exact polynomial quotient (remainder 0), valid
+/// wherever b != 0; nullopt otherwise.
+std::optional<Expr> dividePolynomial(const Expr &a, const Expr &b, bool isMod);
 /// {q, r} with e = c*q + r: q takes the linear terms whose coefficient is a
 /// multiple of c (c > 0) and floor(constant / c); r the rest (Simplify.cpp).
 std::pair<Expr, Expr> divModLinear(const Expr &e, int64_t c);

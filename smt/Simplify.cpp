@@ -235,6 +235,69 @@ Expr mapArgs(const Expr &e, F f, std::vector<Expr> &args) {
   return changed ? Expr::fromRaw(Z3_update_term(ctx(), a, n, raw.data())) : e;
 }
 
+// A product as coefficient * atoms (by AST id, with repeats); nullopt on overflow.
+struct Monomial {
+  int64_t coef = 1;
+  std::map<unsigned, std::pair<int, Expr>> atoms; // id -> (power, atom)
+};
+
+bool factorInto(const Expr &e, Monomial &m) {
+  if (auto c = e.asInt()) {
+    int64_t r;
+    if (__builtin_mul_overflow(m.coef, *c, &r))
+      return false;
+    m.coef = r;
+    return true;
+  }
+  Z3_ast a = e.raw();
+  if (Z3_get_ast_kind(ctx(), a) == Z3_APP_AST && kindOf(a) == Z3_OP_MUL) {
+    for (unsigned i = 0; i < numArgs(a); ++i)
+      if (!factorInto(argOf(a, i), m))
+        return false;
+    return true;
+  }
+  auto &slot = m.atoms[e.id()];
+  slot.first += 1;
+  slot.second = e;
+  return true;
+}
+
+// (sum of monomials) div|mod (monomial) when every monomial is a multiple of
+// the divisor: [b, s, 32] flattened and split by b*s has 32 columns, not
+// (b*s*32) div (b*s). Exact polynomial division: a = b*q, so a div b = q and
+// a mod b = 0 wherever b != 0 (a size product; a zero divisor is the
+// reshape's own obligation).
+std::optional<Expr> divideMonomialsImpl(const Expr &a, const Expr &b, bool isMod) {
+  Monomial d;
+  if (!factorInto(b, d) || d.atoms.empty() || d.coef == 0)
+    return std::nullopt;
+  Linear l = linearOf(a);
+  if (l.constant != 0 || l.terms.empty())
+    return std::nullopt;
+  Expr q = Expr::intConst(0);
+  for (auto &[id, t] : l.terms) {
+    Monomial m;
+    m.coef = t.first;
+    if (!factorInto(t.second, m) || m.coef % d.coef != 0)
+      return std::nullopt;
+    Expr term = Expr::intConst(m.coef / d.coef);
+    for (auto &[aid, pa] : m.atoms) {
+      int power = pa.first;
+      if (auto it = d.atoms.find(aid); it != d.atoms.end())
+        power -= it->second.first;
+      if (power < 0)
+        return std::nullopt;
+      for (int k = 0; k < power; ++k)
+        term = term * pa.second;
+    }
+    for (auto &[did, pd] : d.atoms)
+      if (!m.atoms.count(did))
+        return std::nullopt;
+    q = q + term;
+  }
+  return isMod ? Expr::intConst(0) : q;
+}
+
 Expr rewrite(const Expr &e) {
   Z3_ast a = e.raw();
   if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || !hasDivMod(a))
@@ -247,6 +310,9 @@ Expr rewrite(const Expr &e) {
     return splitMultiples(d->first, d->second, false, cur);
   if (auto m = byConstant(cur, Z3_OP_MOD))
     return splitMultiples(m->first, m->second, true, cur);
+  if (isDivMod(k) && n == 2 && !args[1].asInt())
+    if (auto q = divideMonomialsImpl(args[0], args[1], k == Z3_OP_MOD))
+      return *q;
   if (k == Z3_OP_ADD) {
     for (int guard = 0; guard < 8; ++guard) {
       Expr next = mergeDivMod(cur);
@@ -369,6 +435,12 @@ std::pair<Expr, Expr> divModLinear(const Expr &e, int64_t c) {
   for (auto &[id, t] : l.terms)
     (t.first % c == 0 ? q.terms[id] = {t.first / c, t.second} : r.terms[id] = t);
   return {q.build().simplify(), r.build().simplify()};
+}
+
+std::optional<Expr> dividePolynomial(const Expr &a, const Expr &b, bool isMod) {
+  if (!a.isValid() || !b.isValid() || b.asInt())
+    return std::nullopt;
+  return divideMonomialsImpl(a, b, isMod);
 }
 
 std::optional<Expr> divideExact(const Expr &e, int64_t c) {

@@ -47,7 +47,15 @@ std::optional<Expr> scalarOp(const OpInputs &in, const std::string &op, const st
   if (op == "Div" || op == "Mod") return divMod(in, op, a[0], a[1]);
   if (op == "Max") return max(a[0], a[1]);
   if (op == "Min") return min(a[0], a[1]);
-  if (op == "Equal") return truth(a[0] == a[1]);
+  if (op == "Equal") {
+    // A size compared with -1 (torch's expand writes Where(shape == -1, 1,
+    // shape)) is never equal: folding it keeps the size itself as the dim.
+    auto negative = [](const Expr &e) { return e.asInt() && *e.asInt() < 0; };
+    if (in.nonNegative && ((negative(a[1]) && !a[0].asInt() && in.nonNegative(a[0])) ||
+                           (negative(a[0]) && !a[1].asInt() && in.nonNegative(a[1]))))
+      return Expr::intConst(0);
+    return truth(a[0] == a[1]);
+  }
   if (op == "Less") return truth(a[0] < a[1]);
   if (op == "Greater") return truth(a[0] > a[1]);
   if (op == "LessOrEqual") return truth(a[0] <= a[1]);

@@ -146,6 +146,17 @@ class TrainingStep(Demonstration):
         self.assertIn("grad:up.weight: VERIFIED", report)
         self.assertIn("CONFIRMED: the two numbers differ", report)
 
+    def test_gpt2_block_step_proves_every_gradient_it_decides_and_refutes_none(self):
+        # Attention's backward (softmax, the head reshapes, the fused QKV) is
+        # decided up to the QKV's input gradient summed over ranks before the
+        # first LayerNorm: those two gradients are UNKNOWN today, never REFUTED.
+        code, report = three_commands("training.py:gpt2_block_tp", 2, train=True)
+        self.assertEqual(code, 2, report)
+        for p in ("attention.query_key_value.weight", "attention.query_key_value.bias", "attention.dense.weight",
+                  "post_attention_layernorm.weight", "mlp.dense_h_to_4h.weight", "mlp.dense_4h_to_h.bias"):
+            self.assertIn(f"grad:model.{p}: VERIFIED", report)
+        self.assertNotIn("REFUTED", report)
+
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):

@@ -209,6 +209,7 @@ def export(case: Case, world_size: int, out: str, log=None, train=False) -> Expo
     models = {}
     step = contextlib.ExitStack()
     if train:
+        step.enter_context(gradients.backward_symbolics(OPSET))
         step.enter_context(pg.training())
         step.enter_context(gradients.replaced())
     with pg.intercepted(), step:

@@ -193,9 +193,13 @@ class _Linear(torch.autograd.Function):
         x, weight, bias = ctx.saved_tensors
         gx = g.matmul(weight) if ctx.needs_input_grad[0] else None
         # The weight's gradient sums over every leading axis (batch, sequence):
-        # rows flattened, as torch's own backward of a 2-d linear does.
-        rows_g = g.reshape(-1, weight.shape[0])
-        gw = rows_g.t().matmul(x.reshape(-1, weight.shape[1])) if ctx.needs_input_grad[1] else None
+        # the last one by the matmul, the others by a sum, with no reshape
+        # (flattening [seq, batch] would turn every index into div/mod).
+        gw = None
+        if ctx.needs_input_grad[1]:
+            gw = g.transpose(-1, -2).matmul(x) if g.dim() > 1 else g.unsqueeze(-1) * x.unsqueeze(0)
+            if gw.dim() > 2:
+                gw = gw.sum(tuple(range(gw.dim() - 2)))
         lead = tuple(range(g.dim() - 1))
         gb = (g.sum(lead) if lead else g) if bias is not None and ctx.needs_input_grad[2] else None
         return gx, gw, gb
@@ -345,3 +349,93 @@ def train_step(module, what, error, finalize=None):
 
     module.forward = step
     return ["loss"] + [GRAD_PREFIX + n for n, _ in named]
+
+
+# --- Backward ops the tracer records fine but ONNX cannot export -------------
+# aten::slice_backward / select_backward put the gradient of a slice (x[..., :h])
+# or of an index (x[0]) back into zeros of the input's shape: a Pad.
+
+def _sizes_of(g, input_sizes, rank):
+    """input_sizes (a list of ints or of traced sizes) as a 1-D int64 tensor."""
+    from torch.onnx import symbolic_helper as sh
+    if sh._is_packed_list(input_sizes):
+        parts = [sh._reshape_helper(g, s, g.op("Constant", value_t=torch.tensor([1], dtype=torch.int64)))
+                 for s in sh._unpack_list(input_sizes)]
+        return g.op("Concat", *parts, axis_i=0)
+    return g.op("Cast", input_sizes, to_i=7)  # INT64
+
+
+def _pad_into(g, grad, input_sizes, dim, before, end):
+    """Pad grad with zeros on `dim`: `before` in front, up to input_sizes[dim]
+    (or to `end` first) behind."""
+    from torch.onnx import symbolic_helper as sh
+    rank = sh._get_tensor_rank(grad)
+    if rank is None:
+        raise TypeError("slice_backward of a tensor of unknown rank")
+    dim = dim + rank if dim < 0 else dim
+
+    def const(v):
+        return g.op("Constant", value_t=torch.tensor(v, dtype=torch.int64))
+    sizes = _sizes_of(g, input_sizes, rank)
+    size = g.op("Gather", sizes, const([dim]), axis_i=0)
+    # x[..., h:] ends at INT64_MAX, "to the end": no Min, which would read as a
+    # bound on the size itself.
+    stop = g.op("Min", size, const([end])) if end is not None and end < (1 << 62) else size
+    after = g.op("Sub", size, stop)
+    pads = [const([0] * dim + [before] + [0] * (rank - 1 - dim) + [0] * dim)]
+    pads += [after, const([0] * (rank - 1 - dim))]
+    return g.op("Pad", grad, g.op("Concat", *pads, axis_i=0), mode_s="constant")
+
+
+def _slice_backward(g, grad, input_sizes, dim, start, end, step):
+    from torch.onnx import symbolic_helper as sh
+    dim, start, end, step = (sh._get_const(v, "i", n) for v, n in
+                             ((dim, "dim"), (start, "start"), (end, "end"), (step, "step")))
+    if step != 1 or start < 0 or end < 0:
+        raise TypeError(f"slice_backward with step {step}, start {start}, end {end} has no rule yet "
+                        "(steps of 1 and non-negative bounds have)")
+    return _pad_into(g, grad, input_sizes, dim, start, end)
+
+
+def _select_backward(g, grad, input_sizes, dim, index):
+    from torch.onnx import symbolic_helper as sh
+    dim, index = sh._get_const(dim, "i", "dim"), sh._get_const(index, "i", "index")
+    if index < 0:
+        raise TypeError(f"select_backward at a negative index ({index}) has no rule yet")
+    rank = (sh._get_tensor_rank(grad) or 0) + 1
+    axis = dim + rank if dim < 0 else dim
+    unsq = g.op("Unsqueeze", grad, g.op("Constant", value_t=torch.tensor([axis], dtype=torch.int64)))
+    return _pad_into(g, unsq, input_sizes, axis, index, index + 1)
+
+
+def _squeeze(g, self, dim=None):
+    """squeeze(dim) of a dim whose size the exporter cannot see: torch emits an
+    If (squeeze when the size is 1, else nothing), which the prover cannot
+    read; the backward of x[:, None] squeezes a dim that is always 1. Emitted
+    as Squeeze, whose size-1 obligation the prover checks at every size, so a
+    dim that is not 1 is reported, never assumed."""
+    from torch.onnx import symbolic_helper as sh, symbolic_opset11
+    if dim is None or not sh._is_constant(dim):
+        return symbolic_opset11.squeeze(g, self, dim)
+    d = sh._get_const(dim, "i", "dim")
+    rank = sh._get_tensor_rank(self)
+    if rank is not None and sh._get_tensor_dim_size(self, d + rank if d < 0 else d) is not None:
+        return symbolic_opset11.squeeze(g, self, dim)
+    return g.op("Squeeze", self, g.op("Constant", value_t=torch.tensor([d], dtype=torch.int64)))
+
+
+_SYMBOLICS = [("aten::slice_backward", _slice_backward), ("aten::select_backward", _select_backward),
+              ("aten::squeeze", _squeeze)]
+
+
+@contextlib.contextmanager
+def backward_symbolics(opset):
+    """The symbolics above registered for the duration (torch's own return after)."""
+    from torch.onnx import register_custom_op_symbolic, unregister_custom_op_symbolic
+    for name, fn in _SYMBOLICS:
+        register_custom_op_symbolic(name, fn, opset)
+    try:
+        yield
+    finally:
+        for name, _ in _SYMBOLICS:
+            unregister_custom_op_symbolic(name, opset)

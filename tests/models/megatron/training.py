@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import gpt2
+import llama
 import tensor_parallel as tp
 from shardproof.torch import Case
 
@@ -103,29 +104,42 @@ def mlp_sp_grads_unsynced():
     return _case(sequence_parallel=True, bugs={"sp_grads_unsynced"})
 
 
-class GptBlockStep(nn.Module):
-    """gpt2.py's Block (attention + MLP) with a squared-error loss."""
+class SquaredError(nn.Module):
+    """The wrapped block's squared error against `target` (shaped like its output)."""
 
-    def __init__(self, parallel=False):
+    def __init__(self, model):
         super().__init__()
-        self.block = gpt2.Block(parallel=parallel)
+        self.model = model
 
-    def forward(self, x, target):
-        y = self.block(x)
+    def forward(self, *args):
+        *inputs, target = args
+        y = self.model(*inputs)
         return ((y - target) * (y - target)).sum()
 
 
-def gpt2_block_tp(bugs=()):
-    def implementation():
-        tp.reset_groups()
-        tp.BUGS.clear()
-        tp.BUGS.update(bugs)
-        return GptBlockStep(parallel=True)
+def with_loss(case):
+    """A forward Case whose block maps x to an output shaped like x, as a
+    training step: one more input, `target`, placed like x on every rank."""
+    rank_inputs = case.rank_inputs or (lambda sizes, r, p: case.inputs(sizes))
 
-    def inputs(sizes):
-        shape = (sizes["seq"], sizes["batch"], gpt2.HIDDEN)
-        return {"x": torch.randn(*shape), "target": torch.randn(*shape)}
+    def add_target(feed):
+        return dict(feed, target=torch.randn_like(feed["x"]))
 
-    axes = {0: "seq", 1: "batch"}
-    return Case(reference=GptBlockStep, implementation=implementation, inputs=inputs,
-                dynamic={"x": axes, "target": axes})
+    def rank_dynamic_with_target(d):
+        return {k: v for k, v in dict(d, target=d["x"]).items() if k not in ("y", "y0")}
+
+    return Case(reference=lambda: SquaredError(case.reference()),
+                implementation=lambda: SquaredError(case.implementation()),
+                inputs=lambda sizes: add_target(case.inputs(sizes)),
+                rank_inputs=lambda sizes, r, p: add_target(rank_inputs(sizes, r, p)),
+                dynamic=rank_dynamic_with_target(case.dynamic),
+                rank_dynamic=(rank_dynamic_with_target(case.rank_dynamic) if case.rank_dynamic else None),
+                finalize_grads=case.finalize_grads)
+
+
+def gpt2_block_tp():
+    return with_loss(gpt2._case())
+
+
+def llama_tp_step():
+    return with_loss(llama._case())

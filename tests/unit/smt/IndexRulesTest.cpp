@@ -85,3 +85,16 @@ TEST(IndexRules, AScaledHeadIndexComparesAsAHeadBound) {
   EXPECT_EQ((c(4) * h < c(6)).simplify().str(), "h < 2");
   EXPECT_EQ((c(4) * h == c(6)).simplify().asBool(), false);
 }
+
+TEST(IndexRules, AProductOfSizesDividedByItsOwnFactorsCancels) {
+  // A [b, s, 32] tensor viewed as [b, s, -1] has (b*s*32) // (b*s) = 32
+  // columns; the division is exact as polynomials, so it is 32 wherever b*s != 0.
+  Expr b = Expr::intVar("b"), s = Expr::intVar("s");
+  EXPECT_TRUE(floorDiv(b * s * c(32), b * s).simplify().same(c(32))) << floorDiv(b * s * c(32), b * s).simplify().str();
+  EXPECT_TRUE(mod(b * s * c(32), s * b).simplify().same(c(0)));
+  Expr sum = floorDiv(c(4) * b * s + c(8) * b, c(2) * b).simplify(); // 2s + 4
+  EXPECT_TRUE(sum.same((c(2) * s + c(4)).simplify())) << sum.str();
+  // Not a multiple: left alone (b*s + 1 over b*s is not a polynomial).
+  EXPECT_NE(floorDiv(b * s + c(1), b * s).str().find("//"), std::string::npos);
+  EXPECT_NE(floorDiv(c(3) * b * s, c(2) * b).str().find("//"), std::string::npos);
+}
