@@ -15,11 +15,12 @@ Factories (`--train --world-size P`):
                              backward pass, as Megatron does
   mlp_sp_grads_unsynced      ... without that all-reduce: each rank    REFUTED
                              holds its own sequence shard's gradient
-  gpt2_block_tp              gpt2.py's whole block (attention + MLP)   UNKNOWN today:
-                                                                        the MLP's, the
-                             dense projection's and the second LayerNorm's gradients are
-                             VERIFIED; the fused QKV's and the first LayerNorm's (through
-                             the attention backward) end in solver timeouts (90 s)
+  gpt2_block_tp              gpt2.py's whole block, squared error     UNKNOWN today: 10 of
+                                                                        12 gradients VERIFIED
+  llama_tp_step              llama.py's decoder layer, squared error   UNKNOWN today: 9 of
+                                                                        10 VERIFIED
+                             In both, the first norm's gradient needs the q/k/v input
+                             gradients summed over ranks by f's all-reduce: not decided yet.
 """
 import torch
 import torch.nn.functional as F
