@@ -64,6 +64,7 @@ Examples:
   shardproof check specs/examples/mlp_bias_before_reduce.yaml   # REFUTED at fc2
   shardproof check spec.yaml --json report.json --stats
   shardproof check spec.yaml --sarif review.sarif   # annotations for code review (docs/code-review.md)
+  shardproof check spec.yaml --summary-md pr.md     # a pull-request comment: verdict, failing node, replay
   shardproof check specs/examples/gpt_tp2.yaml --relations specs/examples/gpt_tp2.relations.yaml
 
 With --relations FILE (written by `shardproof infer`), the relations found are
@@ -149,6 +150,7 @@ struct CheckArgs {
   std::string spec;
   std::string json;
   std::string sarif; // --sarif
+  std::string summaryMd; // --summary-md
   std::string smtDump;
   std::string relationsIn;  // check --relations: compare with this file
   std::string relationsOut; // infer -o: write the relations here
@@ -175,7 +177,7 @@ int run(const CheckArgs &a, bool infer) {
   inputs.insert(inputs.end(), spec->rankPaths.begin(), spec->rankPaths.end());
   if (!a.relationsIn.empty())
     inputs.push_back(a.relationsIn);
-  for (const std::string *out : {&a.json, &a.sarif, &a.relationsOut}) {
+  for (const std::string *out : {&a.json, &a.sarif, &a.summaryMd, &a.relationsOut}) {
     if (auto e = report::checkNotAnInput(*out, inputs))
       return reportError(std::move(e));
     if (auto e = report::checkWritable(*out))
@@ -254,6 +256,14 @@ int run(const CheckArgs &a, bool infer) {
     if (recorded)
       changes = report::diffRelations(*recorded, *result);
     if (auto e = report::writeFileAtomically(a.sarif, report::toSarif(*result, ctx, changes ? &*changes : nullptr)))
+      return reportError(std::move(e));
+  }
+  if (!a.summaryMd.empty()) {
+    std::optional<report::RelationDiff> changes;
+    if (recorded)
+      changes = report::diffRelations(*recorded, *result);
+    if (auto e = report::writeFileAtomically(a.summaryMd,
+                                              report::toMarkdown(*result, ctx, changes ? &*changes : nullptr)))
       return reportError(std::move(e));
   }
   if (infer) {
@@ -354,6 +364,8 @@ int main(int argc, char **argv) {
     cmd->add_option("spec", a.spec, "The YAML spec (paths in it are relative to it)")->required();
     cmd->add_option("--json", a.json, "Also write the report as JSON to this file");
     cmd->add_option("--sarif", a.sarif, "Also write the failures as SARIF 2.1.0 to this file");
+    cmd->add_option("--summary-md", a.summaryMd,
+                    "Also write a Markdown summary for a pull-request comment to this file (docs/code-review.md)");
     cmd->add_option("--solver-timeout,--timeout-ms", a.timeoutMs,
                     "Solver timeout per query, in milliseconds (a timeout gives UNKNOWN)")
         ->capture_default_str();

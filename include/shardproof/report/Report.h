@@ -38,6 +38,11 @@ struct RelationDiff;
 /// spec, and with `changes` (check --relations) one per changed relation,
 /// located at its line in the relation file.
 std::string toSarif(const relation::Result &r, const Context &ctx, const RelationDiff *changes = nullptr);
+/// The result as Markdown for a pull-request comment (--summary-md): the
+/// verdict; for a failing run the outputs, the first failing node with its
+/// counterexample and replay numbers, and the other failures folded; with
+/// `changes` the changed relations grouped by module (recorded -> now).
+std::string toMarkdown(const relation::Result &r, const Context &ctx, const RelationDiff *changes = nullptr);
 
 /// The replay section: for each refuted output or size condition, the sizes,
 /// rank and index, and the two numbers (or sizes) execution gave. Returns
