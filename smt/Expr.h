@@ -169,6 +169,9 @@ std::optional<Expr> divideExact(const Expr &e, int64_t c);
 /// is a multiple of it: the exact polynomial quotient (remainder 0), valid
 /// wherever b != 0; nullopt otherwise.
 std::optional<Expr> dividePolynomial(const Expr &a, const Expr &b, bool isMod);
+/// `e` with each x mod c replaced by x, and x div c by 0, where inRange(x, c)
+/// says 0 <= x < c (the caller's facts, e.g. a bound variable's range).
+Expr dropModuli(const Expr &e, const std::function<bool(const Expr &, int64_t)> &inRange);
 /// {q, r} with e = c*q + r: q takes the linear terms whose coefficient is a
 /// multiple of c (c > 0) and floor(constant / c); r the rest (Simplify.cpp).
 std::pair<Expr, Expr> divModLinear(const Expr &e, int64_t c);

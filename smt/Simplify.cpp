@@ -11,6 +11,7 @@
 
 #include <unordered_map>
 
+#include <functional>
 #include <map>
 
 namespace shardproof::smt {
@@ -435,6 +436,21 @@ std::pair<Expr, Expr> divModLinear(const Expr &e, int64_t c) {
   for (auto &[id, t] : l.terms)
     (t.first % c == 0 ? q.terms[id] = {t.first / c, t.second} : r.terms[id] = t);
   return {q.build().simplify(), r.build().simplify()};
+}
+
+Expr dropModuli(const Expr &e, const std::function<bool(const Expr &, int64_t)> &inRange) {
+  if (!e.isValid())
+    return e;
+  Z3_ast a = e.raw();
+  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || !hasDivMod(a))
+    return e;
+  std::vector<Expr> args;
+  Expr cur = mapArgs(e, [&](const Expr &x) { return dropModuli(x, inRange); }, args);
+  Z3_decl_kind k = kindOf(cur.raw());
+  if (isDivMod(k) && args.size() == 2)
+    if (auto c = args[1].asInt(); c && *c > 0 && inRange(args[0], *c))
+      return k == Z3_OP_MOD ? args[0] : Expr::intConst(0);
+  return cur;
 }
 
 std::optional<Expr> dividePolynomial(const Expr &a, const Expr &b, bool isMod) {

@@ -75,7 +75,14 @@ Expr Prover::simplifyCond(const Expr &cond) {
   return r;
 }
 
-Expr Prover::simplifyConjuncts(const Expr &c) {
+Expr Prover::simplifyConjuncts(const Expr &c0) {
+  // Under the path's ranges, k mod 4 with 0 <= k < 4 is k: a shard's index
+  // then reads like the rank's own (a rotary half of one head per rank).
+  Expr c = smt::dropModuli(c0, [&](const Expr &x, int64_t m) {
+             return implies(Expr::intConst(0) <= x && x < Expr::intConst(m), "cond.modulus");
+           }).simplify();
+  if (c.asBool())
+    return c;
   std::vector<Expr> keep;
   for (auto &part : c.conjuncts()) {
     if (implies(part, "cond.simplify"))
@@ -192,6 +199,25 @@ Term Prover::normalize(const Term &t, int level) {
   return t;
 }
 
+// A split point of the bound variable from a condition below the top of a
+// Select tree, strictly inside (lo, hi) so each part is smaller.
+std::optional<Expr> Prover::innerSplitPoint(const Term &body, const std::string &k, const Expr &lo, const Expr &hi) {
+  std::vector<const Term *> stack{&body};
+  for (int visited = 0; !stack.empty() && visited < 64; ++visited) {
+    const Term &t = *stack.back();
+    stack.pop_back();
+    if (t->kind != TermKind::Select)
+      continue;
+    if (t->cond.mentions(k))
+      if (auto sp = splitPoint(t->cond, k); sp && !sp->first.mentions(k) &&
+                                                implies(lo < sp->first && sp->first < hi, "sum.split"))
+        return sp->first;
+    stack.push_back(&t->args[0]);
+    stack.push_back(&t->args[1]);
+  }
+  return std::nullopt;
+}
+
 Term Prover::normalizeSum(const Term &t, int level) {
   static thread_local int depth = 0;
   struct Guard {
@@ -231,6 +257,13 @@ Term Prover::normalizeSum(const Term &t, int level) {
         split = mkSelect(m <= lo, mkReduceLike(t, lo, hi, second), split);
       return normalize(split, level);
     }
+    // The top condition does not split the range (a periodic one such as
+    // 2 <= k % 4, the half of a rotary head), but one below it may: a weight
+    // concatenated from shards selects rank 0 for k < 4. Split there; under
+    // each part's range that select resolves, and the parts are the ranks'
+    // partial sums.
+    if (auto m = innerSplitPoint(body, kName, lo, hi))
+      return normalize(mkApply(t->red, {mkReduceLike(t, lo, *m, body), mkReduceLike(t, *m, hi, body)}), level);
   }
   if (!lo.asInt() || *lo.asInt() != 0) {
     body = substitute(body, {k}, {k + lo});

@@ -79,6 +79,7 @@ public:
 
 private:
   smt::Expr simplifyConjuncts(const smt::Expr &c);
+  std::optional<smt::Expr> innerSplitPoint(const Term &body, const std::string &k, const smt::Expr &lo, const smt::Expr &hi);
   Term normalizeSum(const Term &t, int level);
   /// `t`, a Select on data (token ids), as one read of a class that sums
   /// masked rank tensors whose masks the ids partition (MaskedSum.cpp).

@@ -146,17 +146,28 @@ class TrainingStep(Demonstration):
         self.assertIn("grad:up.weight: VERIFIED", report)
         self.assertIn("CONFIRMED: the two numbers differ", report)
 
-    def test_gpt2_block_step_proves_every_gradient_it_decides_and_refutes_none(self):
-        # Attention's backward (softmax, the head reshapes, the fused QKV) is
-        # decided up to the QKV's input gradient summed over ranks before the
-        # first LayerNorm: those two gradients are UNKNOWN today, never REFUTED.
-        code, report = three_commands("training.py:gpt2_block_tp", 2, train=True)
-        self.assertEqual(code, 2, report)
-        for p in ("attention.query_key_value.weight", "attention.query_key_value.bias", "attention.dense.weight",
-                  "post_attention_layernorm.weight", "mlp.dense_h_to_4h.weight", "mlp.dense_4h_to_h.bias"):
-            self.assertIn(f"grad:model.{p}: VERIFIED", report)
-        self.assertNotIn("REFUTED", report)
+    def test_gpt2_block_step_attention_and_mlp(self):
+        # Attention's backward: softmax, the head reshapes, the fused QKV laid
+        # out per head, the input gradient summed over ranks by f.
+        self.verified("training.py:gpt2_block_tp", 2, every_layer=False, train=True)
 
+    def test_gpt2_block_step_with_f_forgetting_its_all_reduce_is_refuted(self):
+        code, report = three_commands("training.py:gpt2_block_tp_f_without_reduce", 2, train=True)
+        self.assertEqual(code, 1, report)
+        self.assertIn("grad:model.input_layernorm.weight: REFUTED", report)
+        self.assertIn("grad:model.mlp.dense_h_to_4h.weight: VERIFIED", report)
+        self.assertIn("CONFIRMED: the two numbers differ", report)
+
+    def test_llama_layer_step_proves_every_gradient_it_decides_and_refutes_none(self):
+        # Rotary halves and grouped-query heads: every weight's gradient is
+        # proven; the input RMSNorm's (q, k, v input gradients summed over the
+        # ranks) is UNKNOWN today, never REFUTED.
+        code, report = three_commands("training.py:llama_tp_step", 2, train=True)
+        self.assertEqual(code, 2, report)
+        for p in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            self.assertIn(f"grad:model.self_attn.{p}.weight: VERIFIED", report)
+        self.assertIn("grad:model.post_attention_layernorm.weight: VERIFIED", report)
+        self.assertNotIn("REFUTED", report)
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):

@@ -15,12 +15,14 @@ Factories (`--train --world-size P`):
                              backward pass, as Megatron does
   mlp_sp_grads_unsynced      ... without that all-reduce: each rank    REFUTED
                              holds its own sequence shard's gradient
-  gpt2_block_tp              gpt2.py's whole block, squared error     UNKNOWN today: 10 of
-                                                                        12 gradients VERIFIED
+  gpt2_block_tp              gpt2.py's whole block (attention + MLP),  VERIFIED
+                             squared error
+  gpt2_block_tp_f_without_reduce  ... where f's backward forgets its   REFUTED
+                             all-reduce: the LayerNorms before attention and MLP
   llama_tp_step              llama.py's decoder layer, squared error   UNKNOWN today: 9 of
-                                                                        10 VERIFIED
-                             In both, the first norm's gradient needs the q/k/v input
-                             gradients summed over ranks by f's all-reduce: not decided yet.
+                                                                        10 VERIFIED; the
+                             input RMSNorm's gradient (q, k, v input gradients with rotary
+                             halves, summed over ranks) is not decided yet
 """
 import torch
 import torch.nn.functional as F
@@ -140,6 +142,10 @@ def with_loss(case):
 
 def gpt2_block_tp():
     return with_loss(gpt2._case())
+
+
+def gpt2_block_tp_f_without_reduce():
+    return with_loss(gpt2._case(bugs={"f_backward_without_all_reduce"}))
 
 
 def llama_tp_step():

@@ -98,3 +98,14 @@ TEST(IndexRules, AProductOfSizesDividedByItsOwnFactorsCancels) {
   EXPECT_NE(floorDiv(b * s + c(1), b * s).str().find("//"), std::string::npos);
   EXPECT_NE(floorDiv(c(3) * b * s, c(2) * b).str().find("//"), std::string::npos);
 }
+
+TEST(IndexRules, AModulusOfAnIndexKnownInRangeIsTheIndex) {
+  // On a shard of one rotary head (0 <= k < 4), "k % 4 < 2" is "k < 2".
+  auto inRange = [](const Expr &x, int64_t m) { return x.same(k()) && m == 4; };
+  Expr cond = dropModuli(mod(k(), c(4)) < c(2), inRange).simplify();
+  EXPECT_TRUE(cond.same((k() < c(2)).simplify())) << cond.str();
+  EXPECT_TRUE(dropModuli(floorDiv(k(), c(4)) + c(1), inRange).simplify().same(c(1)));
+  // Not known in range: kept.
+  Expr h = Expr::intVar("h");
+  EXPECT_NE(dropModuli(mod(h, c(4)), inRange).str().find("%"), std::string::npos);
+}
