@@ -282,6 +282,38 @@ int run(const CheckArgs &a, bool infer) {
   return report::exitCode(result->verdict, diff);
 }
 
+struct DiffArgs {
+  std::string before, after, summaryMd;
+};
+
+// shardproof diff OLD NEW: two relation files of one model compared, for review.
+int runDiff(const DiffArgs &a) {
+  auto before = report::readRelationFile(a.before);
+  if (!before)
+    return reportError(before.takeError());
+  auto after = report::readRelationFile(a.after);
+  if (!after)
+    return reportError(after.takeError());
+  if (auto e = report::checkNotAnInput(a.summaryMd, {a.before, a.after}))
+    return reportError(std::move(e));
+  if (auto e = report::checkWritable(a.summaryMd))
+    return reportError(std::move(e));
+  report::RelationDiff d = report::diffRelationFiles(*before, *after);
+  // Files of two different models share few tensors (inputs named x, y at
+  // most): a diff of them would list everything and say nothing.
+  size_t common = before->entries.size() - d.removed.size();
+  size_t smaller = std::min(before->entries.size(), after->entries.size());
+  if (smaller > 0 && 2 * common < smaller)
+    return reportError(userError("'" + a.before + "' and '" + a.after + "' share only " + std::to_string(common) +
+                                 " of " + std::to_string(smaller) +
+                                 " tensors: they record different models (compare two files of one model)"));
+  report::printRelationFileDiff(llvm::outs(), d, a.before, a.after);
+  if (!a.summaryMd.empty())
+    if (auto e = report::writeFileAtomically(a.summaryMd, report::relationDiffMarkdown(d, a.before, a.after)))
+      return reportError(std::move(e));
+  return d.empty() ? 0 : report::kExitRelationsChanged;
+}
+
 struct InitArgs {
   std::vector<std::string> models; // reference, then ranks
   std::string ranksPattern;
@@ -440,6 +472,18 @@ int main(int argc, char **argv) {
   init->add_option("-o,--output", initArgs.output, "The spec to write (YAML)")->required();
   init->add_flag("--force", initArgs.force, "Replace the output file if it exists");
 
+  DiffArgs diffArgs;
+  auto *diff = app.add_subcommand("diff", "Compare two relation files (from `shardproof infer`) of one model");
+  diff->footer("Prints every tensor whose relation changed, old -> new, with both files' lines, and those added\n"
+               "or removed. Example:\n"
+               "  shardproof infer spec.yaml -o new.relations.yaml\n"
+               "  shardproof diff main.relations.yaml new.relations.yaml --summary-md pr.md\n\n"
+               "Exit codes: 0 the same relations, 5 relations changed, 3 bad input (an unreadable, truncated or\n"
+               "hand-broken file, or two files of different models).");
+  diff->add_option("old", diffArgs.before, "The recorded relation file")->required();
+  diff->add_option("new", diffArgs.after, "The relation file to compare with it")->required();
+  diff->add_option("--summary-md", diffArgs.summaryMd, "Also write the changes as Markdown (a pull-request comment)");
+
   auto *ops = app.add_subcommand("ops", "List the supported operators");
 
   try {
@@ -462,6 +506,8 @@ int main(int argc, char **argv) {
   }
   if (*init)
     return runInit(initArgs);
+  if (*diff)
+    return runDiff(diffArgs);
   if (*infer)
     return run(inferArgs, /*infer=*/true);
   if (*replay)

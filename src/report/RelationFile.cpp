@@ -325,15 +325,16 @@ llvm::Expected<RelationFile> readRelationFile(const std::string &path) {
   return parseRelationFile(ss.str(), path);
 }
 
-RelationDiff diffRelations(const RelationFile &recorded, const Result &current) {
+namespace {
+RelationDiff diffEntries(const RelationFile &recorded, std::vector<RelationEntry> current, std::string verdict) {
   RelationDiff d;
   d.recordedVerdict = recorded.verdict;
-  d.verdict = toString(current.verdict);
+  d.verdict = std::move(verdict);
   std::unordered_map<std::string, const RelationEntry *> before;
   for (const RelationEntry &e : recorded.entries)
     before.emplace(e.tensor, &e);
   std::unordered_set<std::string> seen;
-  for (RelationEntry &now : recordedEntries(current)) {
+  for (RelationEntry &now : current) {
     seen.insert(now.tensor);
     auto it = before.find(now.tensor);
     if (it == before.end())
@@ -345,6 +346,37 @@ RelationDiff diffRelations(const RelationFile &recorded, const Result &current) 
     if (!seen.count(e.tensor))
       d.removed.push_back(e);
   return d;
+}
+} // namespace
+
+RelationDiff diffRelations(const RelationFile &recorded, const Result &current) {
+  return diffEntries(recorded, recordedEntries(current), toString(current.verdict));
+}
+
+RelationDiff diffRelationFiles(const RelationFile &before, const RelationFile &after) {
+  return diffEntries(before, after.entries, after.verdict);
+}
+
+void printRelationFileDiff(llvm::raw_ostream &os, const RelationDiff &d, const std::string &before,
+                           const std::string &after) {
+  if (d.empty()) {
+    os << "relations: " << after << " rebuilds every tensor as " << before << " does\n";
+    return;
+  }
+  os << "RELATIONS CHANGED from " << before << " to " << after << ": " << d.changed.size() << " changed, "
+     << d.added.size() << " added, " << d.removed.size() << " removed\n";
+  for (const RelationChange &c : d.changed) {
+    os << "  " << describe(c.current) << " (" << before << ":" << c.recorded.loc.line << ", " << after << ":"
+       << c.current.loc.line << ")\n";
+    os << "    old: " << c.recorded.status << " " << c.recorded.relation << "\n";
+    os << "    new: " << c.current.status << " " << c.current.relation << "\n";
+  }
+  for (const RelationEntry &e : d.added)
+    os << "  added: " << describe(e) << " " << e.status << " " << e.relation << "\n";
+  for (const RelationEntry &e : d.removed)
+    os << "  removed: " << describe(e) << " (was " << e.status << " " << e.relation << ")\n";
+  if (!d.recordedVerdict.empty() && d.recordedVerdict != d.verdict)
+    os << "verdict: " << d.recordedVerdict << " -> " << d.verdict << "\n";
 }
 
 void printRelationDiff(llvm::raw_ostream &os, const RelationDiff &d, const std::string &path, const Context &ctx,

@@ -148,4 +148,14 @@ std::string toMarkdown(const Result &r, const Context &ctx, const RelationDiff *
   return md;
 }
 
+std::string relationDiffMarkdown(const RelationDiff &d, const std::string &before, const std::string &after) {
+  std::string md = "## shardproof diff: " + std::string(d.empty() ? "relations unchanged" : "RELATIONS CHANGED") +
+                   "\n\n" + code(before) + " -> " + code(after) + "\n";
+  if (!d.recordedVerdict.empty() && d.recordedVerdict != d.verdict)
+    md += "\nVerdict: " + d.recordedVerdict + " -> **" + d.verdict + "**\n";
+  if (!d.empty())
+    changesSection(md, d);
+  return md;
+}
+
 } // namespace shardproof::report

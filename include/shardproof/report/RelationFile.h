@@ -70,6 +70,11 @@ struct RelationDiff {
 };
 
 RelationDiff diffRelations(const RelationFile &recorded, const relation::Result &current);
+/// `shardproof diff OLD NEW`: how NEW's relations differ from OLD's.
+RelationDiff diffRelationFiles(const RelationFile &before, const RelationFile &after);
+/// Every change of a file-to-file diff, old -> new, with both files' lines.
+void printRelationFileDiff(llvm::raw_ostream &os, const RelationDiff &d, const std::string &before,
+                           const std::string &after);
 
 /// The comparison for the text report: one line when nothing changed; otherwise
 /// the first changed tensor with both relations, then counts and names of the

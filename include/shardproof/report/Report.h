@@ -43,6 +43,9 @@ std::string toSarif(const relation::Result &r, const Context &ctx, const Relatio
 /// counterexample and replay numbers, and the other failures folded; with
 /// `changes` the changed relations grouped by module (recorded -> now).
 std::string toMarkdown(const relation::Result &r, const Context &ctx, const RelationDiff *changes = nullptr);
+/// `shardproof diff OLD NEW --summary-md FILE`: the changed relations grouped by
+/// module, old -> new.
+std::string relationDiffMarkdown(const RelationDiff &d, const std::string &before, const std::string &after);
 
 /// The replay section: for each refuted output or size condition, the sizes,
 /// rank and index, and the two numbers (or sizes) execution gave. Returns

@@ -79,3 +79,58 @@ TEST(SummaryMd, OutputInAMissingDirectoryIsBadInputAndWritesNothing) {
 }
 
 } // namespace
+
+namespace {
+
+// shardproof diff OLD NEW: a review of two relation files of one model.
+std::string inferTo(const std::string &exampleName, const fs::path &out) {
+  auto r = runShardproof("infer --quiet " + example(exampleName) + " -o " + out.string());
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  std::ifstream in(out);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Diff, AChangedShardAxisIsListedOldToNewWithExit5) {
+  fs::path a = tempPath("a.relations.yaml"), b = tempPath("b.relations.yaml"), md = tempPath("diff.md");
+  std::string text = inferTo("mlp_tp2.yaml", a);
+  std::string from = "/fc1/MatMul_output_0@1, axis=2)", to = "/fc1/MatMul_output_0@1, axis=1)";
+  auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, from.size(), to);
+  std::ofstream(b) << text;
+  auto r = runShardproof("diff " + a.string() + " " + b.string() + " --summary-md " + md.string());
+  EXPECT_EQ(r.exitCode, 5) << r.out;
+  EXPECT_NE(r.out.find("1 changed, 0 added, 0 removed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("old: matched concat(/fc1/MatMul_output_0@0, /fc1/MatMul_output_0@1, axis=2)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("new: matched concat(/fc1/MatMul_output_0@0, /fc1/MatMul_output_0@1, axis=1)"),
+            std::string::npos)
+      << r.out;
+  std::string m = readAndRemove(md);
+  EXPECT_NE(m.find("## shardproof diff: RELATIONS CHANGED"), std::string::npos) << m;
+  EXPECT_NE(m.find("**fc1**"), std::string::npos) << m;
+  auto same = runShardproof("diff " + a.string() + " " + a.string());
+  EXPECT_EQ(same.exitCode, 0) << same.out;
+  fs::remove(a);
+  fs::remove(b);
+}
+
+TEST(Diff, FilesOfTwoModelsOrATruncatedFileAreBadInput) {
+  fs::path a = tempPath("mlp.relations.yaml"), c = tempPath("gpt.relations.yaml"), t = tempPath("cut.yaml");
+  std::string text = inferTo("mlp_tp2.yaml", a);
+  inferTo("gpt8h_tp8.yaml", c);
+  auto other = runShardproof("diff " + a.string() + " " + c.string());
+  EXPECT_EQ(other.exitCode, 3) << other.out;
+  EXPECT_NE(other.out.find("they record different models"), std::string::npos) << other.out;
+  std::ofstream(t) << text.substr(0, text.size() / 2 + 7);
+  auto cut = runShardproof("diff " + a.string() + " " + t.string());
+  EXPECT_EQ(cut.exitCode, 3) << cut.out;
+  EXPECT_NE(cut.out.find(t.string() + ":"), std::string::npos) << "the error names the file: " << cut.out;
+  for (auto &p : {a, c, t})
+    fs::remove(p);
+}
+
+} // namespace
