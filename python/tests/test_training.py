@@ -47,6 +47,20 @@ class BackwardRules(unittest.TestCase):
         for e, g in zip(expected, got):
             torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5)
 
+    def test_embedding_and_gather_give_torchs_own_gradient(self):
+        torch.manual_seed(0)
+        table = nn.Parameter(torch.randn(6, 4))
+        ids = torch.tensor([[0, 5, 5], [2, 0, 1]])
+
+        def loss():
+            h = F.embedding(ids, table)                                   # [2, 3, 4]
+            picked = torch.gather(F.log_softmax(h, -1), -1, ids.unsqueeze(-1) % 4)
+            return (h * h).sum() + picked.sum()
+        expected, = torch.autograd.grad(loss(), [table])
+        with gradients.replaced():
+            got, = torch.autograd.grad(loss(), [table], create_graph=True)
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+
     def test_the_functions_are_restored_afterwards(self):
         before = (torch.tanh, F.softmax, torch.Tensor.softmax, F.layer_norm, F.linear)
         with gradients.replaced():

@@ -239,6 +239,60 @@ def _linear(x, weight, bias=None):
     return _Linear.apply(x, weight, bias)
 
 
+def _one_hot(index, n, dtype):
+    """[..., n] with 1 where the last axis position equals index (traced as Equal and Cast)."""
+    positions = torch.arange(n, device=index.device)
+    return (index.unsqueeze(-1) == positions).to(dtype)
+
+
+class _Embedding(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, ids, weight, padding_idx):
+        ctx.save_for_backward(ids, weight)
+        ctx.padding_idx = padding_idx
+        return _orig("embedding")(ids, weight, padding_idx)
+
+    @staticmethod
+    def backward(ctx, g):
+        ids, weight = ctx.saved_tensors
+        # Row v of the table gets the sum of the gradients at the positions
+        # whose id is v: a one-hot of the ids, contracted with g over positions.
+        hot = _one_hot(ids, weight.shape[0], g.dtype)               # [..., V]
+        if ctx.padding_idx is not None and ctx.padding_idx >= 0:
+            hot = hot * (torch.arange(weight.shape[0]) != ctx.padding_idx).to(g.dtype)
+        gw = _orig("matmul")(hot.unsqueeze(-1), g.unsqueeze(-2))    # [..., V, D]
+        return None, gw.sum(tuple(range(gw.dim() - 2))), None
+
+
+def _embedding(ids, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+               sparse=False):
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise TypeError("embedding with max_norm, scale_grad_by_freq or sparse has no backward rule yet")
+    return _Embedding.apply(ids, weight, padding_idx)
+
+
+class _Gather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx.save_for_backward(x, index)
+        ctx.dim = dim
+        return _orig("gather")(x, dim, index)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, index = ctx.saved_tensors
+        dim = ctx.dim if ctx.dim >= 0 else ctx.dim + x.dim()
+        if dim != x.dim() - 1:
+            raise TypeError("gather on an axis other than the last has no backward rule yet")
+        # Element j of the input gets the gradients of every k with index[k] == j.
+        hot = _one_hot(index, x.shape[-1], g.dtype)                 # [..., K, n]
+        return (hot * g.unsqueeze(-1)).sum(-2), None, None
+
+
+def _gather(x, dim, index, *, sparse_grad=False):
+    return _Gather.apply(x, dim, index)
+
+
 def _dim_arg(fn_name, dim, args):
     if dim is None and args:
         dim = args[0]
@@ -285,6 +339,8 @@ _RULES = [
     ("log_softmax", _log_softmax, [(torch.Tensor, "log_softmax"), (F, "log_softmax"), (torch, "log_softmax")]),
     ("layer_norm", _layer_norm, [(F, "layer_norm")]),
     ("linear", _linear, [(F, "linear")]),
+    ("embedding", _embedding, [(F, "embedding")]),
+    ("gather", _gather, [(torch, "gather"), (torch.Tensor, "gather")]),
     ("matmul", _matmul, [(torch, "matmul"), (torch.Tensor, "matmul"), (torch.Tensor, "__matmul__")]),
 ]
 

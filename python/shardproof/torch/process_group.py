@@ -327,6 +327,9 @@ def _inline_apply(cls, *args):
     if not _train:
         return out
     outs = out if isinstance(out, tuple) else (out,)
+    # Detached: autograd must not reach the inlined forward's own ops at all
+    # (it would run their backward, e.g. max's, even with no gradient coming).
+    outs = tuple(o.detach() if isinstance(o, torch.Tensor) else o for o in outs)
     return _real_apply.__get__(None, _UserBackward)(cls, ctx, len(outs), *outs, *args)
 
 

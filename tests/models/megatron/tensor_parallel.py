@@ -315,7 +315,19 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         exp_logits = torch.exp(vocab_parallel_logits)
         sum_exp_logits = exp_logits.sum(dim=-1)
         torch.distributed.all_reduce(sum_exp_logits, group=get_tensor_model_parallel_group())
+        ctx.save_for_backward(exp_logits / sum_exp_logits.unsqueeze(-1), target_mask, masked_target)
         return torch.log(sum_exp_logits) - predicted_logits
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        # Megatron: softmax minus one at the target's column on the rank that
+        # owns it, times the incoming gradient.
+        softmax, target_mask, masked_target = ctx.saved_tensors
+        columns = torch.arange(softmax.size(-1))
+        hot = (masked_target.unsqueeze(-1) == columns).to(softmax.dtype)
+        if "ce_backward_ignores_target_mask" not in BUGS:
+            hot = hot * (~target_mask).unsqueeze(-1).to(softmax.dtype)
+        return (softmax - hot) * grad_output.unsqueeze(-1), None
 
 
 def vocab_parallel_cross_entropy(vocab_parallel_logits, target):

@@ -23,12 +23,19 @@ Factories (`--train --world-size P`):
                                                                         10 VERIFIED; the
                              input RMSNorm's gradient (q, k, v input gradients with rotary
                              halves, summed over ranks) is not decided yet
+  gpt2_lm_tp_step            gpt2_lm.py: vocab-parallel embedding, LM  UNKNOWN today
+                             head and Megatron's cross-entropy with its (~2 min): the
+                             own backward (softmax minus the target's   loss is VERIFIED
+                             one-hot on the rank that owns it)
+  gpt2_lm_tp_step_ce_grad_unmasked  ... whose backward subtracts the   REFUTED
+                             one-hot on every rank: both gradients, replayed
 """
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 import gpt2
+import gpt2_lm
 import llama
 import tensor_parallel as tp
 from shardproof.torch import Case
@@ -150,3 +157,29 @@ def gpt2_block_tp_f_without_reduce():
 
 def llama_tp_step():
     return with_loss(llama._case())
+
+
+class TokenLossSum(nn.Module):
+    """The wrapped model's per-token losses, summed: the training step's loss."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, *args):
+        return self.model(*args).sum()
+
+
+def _lm_step(bugs=()):
+    case = gpt2_lm._case(bugs=bugs)
+    return Case(reference=lambda: TokenLossSum(case.reference()),
+                implementation=lambda: TokenLossSum(case.implementation()),
+                inputs=case.inputs, dynamic={k: v for k, v in case.dynamic.items() if k != "loss"})
+
+
+def gpt2_lm_tp_step():
+    return _lm_step()
+
+
+def gpt2_lm_tp_step_ce_grad_unmasked():
+    return _lm_step(bugs={"ce_backward_ignores_target_mask"})
