@@ -53,7 +53,7 @@ class BackwardRules(unittest.TestCase):
         ids = torch.tensor([[0, 5, 5], [2, 0, 1]])
 
         def loss():
-            h = F.embedding(ids, table)                                   # [2, 3, 4]
+            h = F.embedding(ids, table) + F.embedding(ids, table, padding_idx=-1)   # [2, 3, 4]
             picked = torch.gather(F.log_softmax(h, -1), -1, ids.unsqueeze(-1) % 4)
             return (h * h).sum() + picked.sum()
         expected, = torch.autograd.grad(loss(), [table])

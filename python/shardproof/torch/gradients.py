@@ -258,8 +258,9 @@ class _Embedding(torch.autograd.Function):
         # Row v of the table gets the sum of the gradients at the positions
         # whose id is v: a one-hot of the ids, contracted with g over positions.
         hot = _one_hot(ids, weight.shape[0], g.dtype)               # [..., V]
-        if ctx.padding_idx is not None and ctx.padding_idx >= 0:
-            hot = hot * (torch.arange(weight.shape[0]) != ctx.padding_idx).to(g.dtype)
+        if ctx.padding_idx is not None:  # torch leaves the padding row's gradient 0
+            pad = ctx.padding_idx + weight.shape[0] if ctx.padding_idx < 0 else ctx.padding_idx
+            hot = hot * (torch.arange(weight.shape[0]) != pad).to(g.dtype)
         gw = _orig("matmul")(hot.unsqueeze(-1), g.unsqueeze(-2))    # [..., V, D]
         return None, gw.sum(tuple(range(gw.dim() - 2))), None
 
