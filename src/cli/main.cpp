@@ -65,6 +65,7 @@ Examples:
   shardproof check spec.yaml --json report.json --stats
   shardproof check spec.yaml --sarif review.sarif   # annotations for code review (docs/code-review.md)
   shardproof check spec.yaml --summary-md pr.md     # a pull-request comment: verdict, failing node, replay
+  shardproof check spec.yaml --html proof.html      # the proof as a page: module tree, failure, collectives
   shardproof check specs/examples/gpt_tp2.yaml --relations specs/examples/gpt_tp2.relations.yaml
 
 With --relations FILE (written by `shardproof infer`), the relations found are
@@ -151,6 +152,7 @@ struct CheckArgs {
   std::string json;
   std::string sarif; // --sarif
   std::string summaryMd; // --summary-md
+  std::string html;      // --html
   std::string smtDump;
   std::string relationsIn;  // check --relations: compare with this file
   std::string relationsOut; // infer -o: write the relations here
@@ -177,7 +179,7 @@ int run(const CheckArgs &a, bool infer) {
   inputs.insert(inputs.end(), spec->rankPaths.begin(), spec->rankPaths.end());
   if (!a.relationsIn.empty())
     inputs.push_back(a.relationsIn);
-  for (const std::string *out : {&a.json, &a.sarif, &a.summaryMd, &a.relationsOut}) {
+  for (const std::string *out : {&a.json, &a.sarif, &a.summaryMd, &a.html, &a.relationsOut}) {
     if (auto e = report::checkNotAnInput(*out, inputs))
       return reportError(std::move(e));
     if (auto e = report::checkWritable(*out))
@@ -227,6 +229,10 @@ int run(const CheckArgs &a, bool infer) {
     for (auto &[name, placement] : *group)
       ctx.placementLocs.emplace_back(name, placement.loc);
   ctx.ranksLoc = spec->ranksLoc;
+  for (size_t r = 0; r < ranks.size(); ++r)
+    for (const ir::Node &n : ranks[r].nodes)
+      if (const ir::OpDef *d = ir::lookupOp(n.domain, n.opType); d && d->cls == ir::OpClass::Collective)
+        ctx.collectives.push_back({static_cast<int>(r), n.name, n.opType, n.modulePath()});
   auto tReport = std::chrono::steady_clock::now();
   if (!a.quiet) {
     report::TextOptions t;
@@ -266,6 +272,9 @@ int run(const CheckArgs &a, bool infer) {
                                               report::toMarkdown(*result, ctx, changes ? &*changes : nullptr)))
       return reportError(std::move(e));
   }
+  if (!a.html.empty())
+    if (auto e = report::writeFileAtomically(a.html, report::toHtml(*result, ctx)))
+      return reportError(std::move(e));
   if (infer) {
     if (auto e = report::writeFileAtomically(a.relationsOut, report::writeRelationFile(*result, ctx)))
       return reportError(std::move(e));
@@ -398,6 +407,8 @@ int main(int argc, char **argv) {
     cmd->add_option("--sarif", a.sarif, "Also write the failures as SARIF 2.1.0 to this file");
     cmd->add_option("--summary-md", a.summaryMd,
                     "Also write a Markdown summary for a pull-request comment to this file (docs/code-review.md)");
+    cmd->add_option("--html", a.html,
+                    "Also write the proof as one self-contained HTML page to this file (docs/code-review.md)");
     cmd->add_option("--solver-timeout,--timeout-ms", a.timeoutMs,
                     "Solver timeout per query, in milliseconds (a timeout gives UNKNOWN)")
         ->capture_default_str();

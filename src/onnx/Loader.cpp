@@ -25,6 +25,51 @@ namespace {
 
 std::string normalizeDomain(const std::string &d) { return d == "ai.onnx" ? std::string() : d; }
 
+// A frame of torch's tracer stack, "path(line): function".
+bool parseTraceFrame(const std::string &l, std::string &file, int &line, std::string &fn) {
+  size_t close = l.rfind("): "), open = close == std::string::npos ? close : l.rfind('(', close);
+  if (open == std::string::npos || open == 0 || close <= open + 1)
+    return false;
+  std::string num = l.substr(open + 1, close - open - 1);
+  if (num.size() > 9 || num.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  file = l.substr(0, open);
+  line = std::stoi(num);
+  fn = l.substr(close + 3);
+  return true;
+}
+
+// The Python line behind a node, from its doc_string: "file:line in function"
+// as the capture package writes it, or torch's own stack (export with
+// verbose=True), of which the first frame outside torch is the user's line.
+// Anything else is no location; a doc_string is a comment, never an error.
+void setSource(ir::Node &node, const std::string &doc) {
+  if (doc.empty() || doc.size() > 100000)
+    return;
+  std::string first = doc.substr(0, doc.find('\n'));
+  if (first.size() == doc.size()) {
+    std::string where = first.substr(0, first.find(" in "));
+    size_t colon = where.rfind(':');
+    if (colon != std::string::npos && colon > 0 && colon + 1 < where.size() && where.size() - colon <= 10 &&
+        where.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+      node.source = SrcLoc{where.substr(0, colon), std::stoi(where.substr(colon + 1)), 0};
+      if (where.size() < first.size())
+        node.sourceFunction = first.substr(where.size() + 4);
+      return;
+    }
+  }
+  std::istringstream in(doc);
+  for (std::string l; std::getline(in, l);) {
+    std::string file, fn;
+    int line = 0;
+    if (parseTraceFrame(l, file, line, fn) && file.find("/torch/") == std::string::npos) {
+      node.source = SrcLoc{file, line, 0};
+      node.sourceFunction = fn;
+      return;
+    }
+  }
+}
+
 // The newest opset of the default domain in an ONNX release (ONNX 1.18).
 constexpr int64_t kNewestOnnxOpset = 23;
 
@@ -216,6 +261,7 @@ private:
     node.name = np.name().empty() ? np.op_type() + "_" + std::to_string(fileIdx) : np.name();
     node.opType = np.op_type();
     node.domain = normalizeDomain(np.domain());
+    setSource(node, np.doc_string());
     if (!node.domain.empty() && !g_.opsets.count(node.domain)) {
       std::string imported;
       for (auto &[d, v] : g_.opsets)

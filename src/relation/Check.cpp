@@ -2,6 +2,8 @@
 // spec's relations, counterexamples, and the verdict.
 #include "Session.h"
 
+#include <llvm/Support/FormatVariadic.h>
+
 #include <unordered_map>
 #include <unordered_set>
 
@@ -314,6 +316,13 @@ llvm::Expected<OutputResult> Session::checkClaim(int id, const spec::Placement &
       res.verdict = Verdict::Refuted;
       f.cex = w;
       f.message = "output '" + name + "'" + who + " differs from the reference";
+      if (w->leakValue) {
+        f.bugClass = BugClass::MaskLeak;
+        f.message += llvm::formatv("; content the reference never reads (padding) reaches it: with only those "
+                                   "elements changed it becomes {0}",
+                                   *w->leakValue)
+                         .str();
+      }
     } else {
       // No difference on numbers: try to prove equality by unfolding rank
       // tensors into their definitions, one layer at a time.
@@ -466,6 +475,7 @@ void Session::decide() {
   } else {
     result.reason = "no output could be checked";
   }
+  attachSources(ref, ranks, result.failures);
   result.stats.solverQueries = solver.totalQueries();
   result.stats.cacheHits = prover.cacheHits() + solver.cacheHits();
   result.stats.rewriteSteps = prover.rewriteSteps();

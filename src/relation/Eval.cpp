@@ -21,6 +21,8 @@ struct Evaluator {
   std::map<std::pair<ClassId, std::vector<int64_t>>, double> memo;
   std::map<std::string, ClassId> byFunction; // valueFunction name -> class
   std::optional<int64_t> intOffset;          // see Replayer
+  Replayer::LeafSet *recordReads = nullptr;      // see Replayer::recordLeafReads
+  const Replayer::LeafSet *keepReads = nullptr; // see Replayer::perturbUnread
 
   // Work left before giving up; `incomplete` then says the number means nothing.
   uint64_t budget = 50'000'000;
@@ -110,6 +112,10 @@ struct Evaluator {
           incomplete = true;
         return v ? static_cast<double>(*v) : NAN;
       }
+      if (recordReads)
+        recordReads->insert({ci.label, idx});
+      if (keepReads && !keepReads->count({ci.label, idx}))
+        return leaf(ci.label + "#unread", idx);
       return leaf(ci.label, idx);
     case ClassInfo::Constant: {
       int64_t flat = 0;
@@ -268,6 +274,9 @@ double Replayer::at(const Term &t, const std::vector<int64_t> &idx) {
     impl_->e.env["i!" + std::to_string(d)] = idx[d];
   return impl_->e.eval(t);
 }
+
+void Replayer::recordLeafReads(LeafSet *out) { impl_->e.recordReads = out; }
+void Replayer::perturbUnread(const LeafSet *keep) { impl_->e.keepReads = keep; }
 
 bool Replayer::complete() const { return !impl_->e.incomplete; }
 

@@ -238,7 +238,10 @@ llvm::Error Session::inferReference() {
           f.message += " (a solver query for this node was cut short: " + prover.unknownReason() + ")";
         if (region)
           f.cex = makeCounterexample(region->first, ref.values[o].name, -1, *v.shape, region->second, nullptr);
+        if (partial)
+          f.bugClass = BugClass::UncoveredElements;
         if (auto in = unreducedInput(*this, n)) {
+          f.bugClass = BugClass::MissingReduction;
           f.message += "; its input '" + ref.values[*in].name + "' is a sum of the ranks' partial results (" +
                        render(refValues[*in].term) +
                        ") and no rank tensor holds that sum: the reduction is missing or reduces something else";

@@ -188,6 +188,38 @@ std::optional<std::vector<double>> Session::runReference(int outputId, const std
   return local[*mat[outputId]].data;
 }
 
+// Mask-leak probe: record the leaf elements the reference inputs read at these
+// sizes, then evaluate the implementation with every other leaf element
+// changed. A different number shows content the reference never sees
+// (padding) reaching this element.
+std::optional<double> Session::unreadProbe(const Term &actual, const std::vector<int64_t> &idx,
+                                           const std::map<std::string, int64_t> &sizes,
+                                           std::optional<int64_t> intOffset) {
+  Replayer::LeafSet read;
+  Replayer rec(classes, sizes, intOffset);
+  rec.recordLeafReads(&read);
+  std::vector<int> sources = ref.inputs;
+  sources.insert(sources.end(), ref.initializers.begin(), ref.initializers.end());
+  for (int id : sources) {
+    const ValueInfo &v = refValues[id];
+    if (!v.term || !v.shape)
+      continue;
+    auto dims = dimsAt(*v.shape, sizes);
+    if (!dims)
+      return std::nullopt;
+    auto data = tabulate(*dims, [&](const std::vector<int64_t> &i) -> std::optional<double> {
+      double x = rec.at(v.term, i);
+      return rec.complete() ? std::optional<double>(x) : std::nullopt;
+    });
+    if (!data)
+      return std::nullopt;
+  }
+  Replayer probe(classes, sizes, intOffset);
+  probe.perturbUnread(&read);
+  double moved = probe.at(actual, idx);
+  return probe.complete() ? std::optional<double>(moved) : std::nullopt;
+}
+
 // For display: unfold the highest rank class on either side a few layers, so
 // `y@*` reads `b2 + b2 + ...` and the bug shows in the expressions too.
 std::pair<Term, Term> Session::readableSides(Term a, Term b) {
@@ -289,6 +321,9 @@ std::optional<Counterexample> Session::searchWitness(const Expr &region, int out
         cex.expectedByInterpreter = refData.has_value();
         cex.actualValue = b;
         cex.replayed = true;
+        if (std::isfinite(a) && std::isfinite(b))
+          if (auto moved = unreadProbe(actual, idx, sizes, offset); moved && !sameNumber(*moved, b))
+            cex.leakValue = *moved;
         if (offset)
           cex.intInputs = describeIntStrategy(sizes, *offset);
         smt::Model at;

@@ -139,6 +139,11 @@ struct Session {
   std::pair<Term, Term> readableSides(Term a, Term b);
   /// Ways of filling integer inputs tried at one size (Replay.cpp).
   std::vector<std::optional<int64_t>> intStrategies(const std::map<std::string, int64_t> &sizes) const;
+  /// The implementation's value of `actual` at `idx` with every leaf element
+  /// that no reference input reads given other numbers (the mask-leak probe);
+  /// nullopt when the reference inputs are too large to tabulate here.
+  std::optional<double> unreadProbe(const Term &actual, const std::vector<int64_t> &idx,
+                                    const std::map<std::string, int64_t> &sizes, std::optional<int64_t> intOffset);
   std::string describeIntStrategy(const std::map<std::string, int64_t> &sizes, int64_t offset) const;
   /// Runs the reference graph on numbers at `sizes` (inputs: their relations
   /// over the ranks' leaf data) and returns output `outputId` row-major;
@@ -165,6 +170,10 @@ smt::Expr paddedLength(const spec::Placement &p, const smt::Expr &n);
 llvm::Expected<std::vector<std::pair<int, std::pair<Term, ir::Shape>>>>
 outputSides(Session &S, const std::string &name, const spec::Placement &pl);
 
+/// Fills each failure's Python sites: the reference node's line, then the
+/// rank nodes' (Sources.cpp).
+void attachSources(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, std::vector<Failure> &failures);
+
 /// Numeric evaluation of terms at one concrete assignment of the symbols, with
 /// deterministic pseudo-random leaf data keyed by class label and index, so a
 /// replicated input reads the same everywhere (Eval.cpp). Class elements are
@@ -179,6 +188,12 @@ public:
   ~Replayer();
   /// Value of `t` with its free index variables i!0.. set to `idx`.
   double at(const Term &t, const std::vector<int64_t> &idx);
+  /// Leaf elements (by label, so a replicated input is one tensor) read as
+  /// floats. Recorded into `out` when set; with `keep` set, elements not in
+  /// it read other pseudo-random numbers (the mask-leak probe).
+  using LeafSet = std::set<std::pair<std::string, std::vector<int64_t>>>;
+  void recordLeafReads(LeafSet *out);
+  void perturbUnread(const LeafSet *keep);
   /// False once the work budget ran out or an index could not be evaluated:
   /// the numbers are then meaningless.
   bool complete() const;

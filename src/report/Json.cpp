@@ -18,6 +18,8 @@ static json::Value cexJson(const Counterexample &c) {
                  {"expected", c.expected}, {"actual", c.actual}, {"replayed", c.replayed}};
   if (c.rank >= 0)
     o["rank"] = c.rank;
+  if (c.leakValue)
+    o["leak_value"] = *c.leakValue;
   if (!c.replay.empty())
     o["replay"] = c.replay;
   else if (c.replayed) {
@@ -57,6 +59,14 @@ std::string toJson(const Result &r, const Context &ctx) {
                    {"module", f.module}, {"tensor", f.tensor}, {"rank_nodes", std::move(near)}};
     if (f.cex)
       o["counterexample"] = cexJson(*f.cex);
+    if (f.bugClass != BugClass::None)
+      o["bug_class"] = toString(f.bugClass);
+    json::Array sources;
+    for (auto &site : f.sources)
+      sources.push_back(json::Object{{"role", site.role}, {"file", site.loc.file}, {"line", site.loc.line},
+                                     {"function", site.function}});
+    if (!sources.empty())
+      o["sources"] = std::move(sources);
     fails.push_back(std::move(o));
   }
   json::Array notes;

@@ -3,6 +3,8 @@
 #include "shardproof/report/RelationFile.h"
 #include "shardproof/report/Report.h"
 
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
 
@@ -23,10 +25,21 @@ const Rule kRules[] = {
     {"SP004", "UnsupportedOp", "An operator or attribute shardproof does not model."},
     {"SP005", "SolverLimit", "The solver could not decide a query within its limits."},
     {"SP006", "ChangedRelation", "A tensor is rebuilt from the ranks differently than the relation file records."},
+    // Bug classes, when the check can tell which one a failure is.
+    {"SP007", "MissingReduction",
+     "Partial sums reach a node that needs their total: an all-reduce or reduce-scatter is missing or reduces something else."},
+    {"SP008", "UncoveredElements", "The ranks compute only part of a reference tensor: some elements have no counterpart."},
+    {"SP009", "MaskLeak", "Content the reference never reads (padding) reaches a real output element: a mask is missing or wrong."},
 };
 
-const Rule &ruleFor(Failure::Kind k) {
-  switch (k) {
+const Rule &ruleFor(const Failure &f) {
+  switch (f.bugClass) {
+  case BugClass::MissingReduction: return kRules[6];
+  case BugClass::UncoveredElements: return kRules[7];
+  case BugClass::MaskLeak: return kRules[8];
+  case BugClass::None: break;
+  }
+  switch (f.kind) {
   case Failure::NoRelation: return kRules[0];
   case Failure::OutputMismatch: return kRules[1];
   case Failure::Obligation: return kRules[2];
@@ -34,6 +47,22 @@ const Rule &ruleFor(Failure::Kind k) {
   case Failure::SolverUnknown: return kRules[4];
   }
   return kRules[4];
+}
+
+// artifactLocation.uri is a URI reference: a path goes in with every byte
+// outside RFC 3986's unreserved characters and '/' percent-encoded (a space, a
+// non-ASCII name, a ':' that would read as a scheme).
+std::string uriOf(llvm::StringRef path) {
+  static const char *hex = "0123456789ABCDEF";
+  std::string uri;
+  for (unsigned char c : path) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+        c == '_' || c == '~' || c == '/')
+      uri += char(c);
+    else
+      uri += {'%', hex[c >> 4], hex[c & 15]};
+  }
+  return uri;
 }
 
 // The annotation sits on the placement of the failing tensor when the spec
@@ -47,8 +76,27 @@ json::Object specLocation(const Context &ctx, const std::string &tensor) {
   if (loc.line > 0 && loc.col > 0)
     region["startColumn"] = loc.col;
   return json::Object{{"physicalLocation",
-                       json::Object{{"artifactLocation", json::Object{{"uri", ctx.specPath}}},
+                       json::Object{{"artifactLocation", json::Object{{"uri", uriOf(ctx.specPath)}}},
                                     {"region", std::move(region)}}}};
+}
+
+// A Python line behind the failure (capture package doc_strings), as a related
+// location: a path under the working directory is given relative to it, as
+// review hosts resolve URIs against the checkout.
+json::Object pythonLocation(const SourceSite &site, int id) {
+  std::string path = site.loc.file;
+  llvm::SmallString<256> cwd;
+  if (!llvm::sys::fs::current_path(cwd)) {
+    std::string prefix = std::string(cwd.str()) + "/";
+    if (path.rfind(prefix, 0) == 0)
+      path = path.substr(prefix.size());
+  }
+  std::string text = site.role + (site.function.empty() ? "" : " (in " + site.function + ")");
+  return json::Object{{"id", id},
+                      {"physicalLocation",
+                       json::Object{{"artifactLocation", json::Object{{"uri", uriOf(path)}}},
+                                    {"region", json::Object{{"startLine", site.loc.line}}}}},
+                      {"message", json::Object{{"text", text}}}};
 }
 
 std::string messageFor(const Failure &f) {
@@ -70,18 +118,25 @@ std::string toSarif(const Result &r, const Context &ctx, const RelationDiff *cha
                                  {"shortDescription", json::Object{{"text", ru.text}}}});
   json::Array results;
   for (const Failure &f : r.failures) {
-    const Rule &ru = ruleFor(f.kind);
+    const Rule &ru = ruleFor(f);
     // An error only in a REFUTED run: a node without a relation in an UNKNOWN
     // run is not shown wrong, so it stays a warning like any undecided step.
     bool refuted = r.verdict == Verdict::Refuted &&
                    (f.kind == Failure::NoRelation || f.kind == Failure::OutputMismatch ||
                     f.kind == Failure::Obligation);
     json::Object props{{"node", f.refNode}, {"module", f.module}, {"tensor", f.tensor}};
-    results.push_back(json::Object{{"ruleId", ru.id},
-                                   {"level", refuted ? "error" : "warning"},
-                                   {"message", json::Object{{"text", messageFor(f)}}},
-                                   {"locations", json::Array{specLocation(ctx, f.tensor)}},
-                                   {"properties", std::move(props)}});
+    json::Object res{{"ruleId", ru.id},
+                     {"level", refuted ? "error" : "warning"},
+                     {"message", json::Object{{"text", messageFor(f)}}},
+                     {"locations", json::Array{specLocation(ctx, f.tensor)}}};
+    // The spec line is where the claim is; the user's code is where to look.
+    json::Array related;
+    for (const SourceSite &site : f.sources)
+      related.push_back(pythonLocation(site, static_cast<int>(related.size())));
+    if (!related.empty())
+      res["relatedLocations"] = std::move(related);
+    res["properties"] = std::move(props);
+    results.push_back(std::move(res));
   }
   // An UNKNOWN verdict without a failure still needs its reason on the spec.
   if (r.failures.empty() && r.verdict == Verdict::Unknown)
@@ -102,7 +157,7 @@ std::string toSarif(const Result &r, const Context &ctx, const RelationDiff *cha
                          " changed: " + c.recorded.status + " " + c.recorded.relation + " -> " +
                          c.current.status + " " + c.current.relation;
       json::Object loc{{"physicalLocation",
-                        json::Object{{"artifactLocation", json::Object{{"uri", l.file.empty() ? ctx.specPath : l.file}}},
+                        json::Object{{"artifactLocation", json::Object{{"uri", uriOf(l.file.empty() ? ctx.specPath : l.file)}}},
                                      {"region", std::move(region)}}}};
       results.push_back(json::Object{{"ruleId", kRules[5].id},
                                      {"level", "error"},

@@ -56,6 +56,9 @@ void failureDetail(std::string &md, const Failure &f) {
       md += " " + code(n);
     md += "\n";
   }
+  for (auto &site : f.sources)
+    md += "- python: " + code(site.loc.file + ":" + std::to_string(site.loc.line)) +
+          (site.function.empty() ? "" : " in " + code(site.function)) + " (" + site.role + ")\n";
   if (!f.cex)
     return;
   const Counterexample &c = *f.cex;

@@ -109,6 +109,9 @@ void printText(llvm::raw_ostream &os, const Result &r, const Context &ctx, const
           os << (i ? "; " : "") << f.rankNodes[i];
         os << "\n";
       }
+      for (auto &site : f.sources)
+        os << "  python: " << site.loc.file << ":" << site.loc.line
+           << (site.function.empty() ? "" : " in " + site.function) << " (" << site.role << ")\n";
       if (f.cex)
         printCex(os, *f.cex, r.verdict == Verdict::Refuted);
     }

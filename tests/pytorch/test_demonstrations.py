@@ -49,11 +49,13 @@ class Demonstration(unittest.TestCase):
         if every_layer:  # not only the outputs: every reference tensor has a counterpart
             self.assertNotIn("NO RELATION", report)
 
-    def refuted(self, factory, world_size, where, **kw):
+    def refuted(self, factory, world_size, where, python=None, **kw):
         code, report = three_commands(factory, world_size, **kw)
         self.assertEqual(code, 1, report)
         self.assertIn(where, report)
         self.assertIn("CONFIRMED: the two numbers differ", report)
+        if python:  # the user's line, from the capture package's doc_strings
+            self.assertRegex(report, python)
 
 
 class MegatronGpt2(Demonstration):
@@ -66,7 +68,9 @@ class MegatronGpt2(Demonstration):
         self.verified("gpt2.py:gpt2_sp", 4)
 
     def test_row_parallel_linear_without_its_g_is_refuted_at_its_module(self):
-        self.refuted("gpt2.py:gpt2_tp_missing_g", 2, "REFUTED at module attention.dense")
+        self.refuted("gpt2.py:gpt2_tp_missing_g", 2, "REFUTED at module attention.dense",
+                     python=r"python: \S*tests/models/megatron/tensor_parallel\.py:\d+ in forward \(rank 0 node "
+                            r"'/attention/dense/Add'\)")
 
     def test_sequence_parallel_regions_on_batch_first_activations_are_refuted(self):
         # all-gather and reduce-scatter on dim 0, which is the batch here:

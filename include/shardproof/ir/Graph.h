@@ -81,6 +81,9 @@ struct Node {
   std::vector<int> inputs;  // value ids; -1 for an omitted optional input
   std::vector<int> outputs; // value ids
   std::map<std::string, Attribute> attrs;
+  /// The Python line that emitted the node, from its doc_string (line 0: none).
+  SrcLoc source;
+  std::string sourceFunction;
 
   const Attribute *attr(const std::string &n) const {
     auto it = attrs.find(n);

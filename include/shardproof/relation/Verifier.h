@@ -41,6 +41,11 @@ struct Counterexample {
   /// How integer inputs with a `values` range were filled when not at random
   /// ("every element of input_ids is 5"); empty for the seeded random draw.
   std::string intInputs;
+  /// The implementation's number again with only the leaf elements no
+  /// reference input reads changed (padding, or what lies outside every
+  /// placed slice). Set when it differs from actualValue: content the
+  /// reference never sees reaches this element, a mask leak.
+  std::optional<double> leakValue;
   std::string str() const;
 };
 
@@ -54,12 +59,32 @@ struct RelationRow {
   enum Status { Input, Matched, View, Unmatched, Unsupported } status = Matched;
 };
 
+/// The sharding bug a failure shows, when the check can tell which: review
+/// tools file each class under its own rule.
+enum class BugClass {
+  None,
+  MissingReduction,  // partial sums reach a node that needs their total
+  UncoveredElements, // some elements of a reference tensor have no counterpart on any rank
+  MaskLeak,          // content the reference never reads (padding) reaches a real element
+};
+const char *toString(BugClass c);
+
+/// The Python line that emitted a node (its ONNX doc_string, written by the
+/// capture package or by torch.onnx.export(verbose=True)).
+struct SourceSite {
+  std::string role; // "reference node '/fc2/Add'", "rank 1 node '/fc2/Add'"
+  SrcLoc loc;       // file and line (col 0)
+  std::string function;
+};
+
 struct Failure {
   enum Kind { NoRelation, OutputMismatch, Obligation, Unsupported, SolverUnknown } kind;
   std::string message;
   std::string refNode, refOp, module, tensor;
   std::vector<std::string> rankNodes; // rank nodes around the failure ("rank 1: /fc1/MatMul")
   std::optional<Counterexample> cex;
+  BugClass bugClass = BugClass::None;
+  std::vector<SourceSite> sources; // reference node first, then rank nodes
 };
 
 struct OutputResult {

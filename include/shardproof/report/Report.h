@@ -10,6 +10,13 @@
 
 namespace shardproof::report {
 
+/// A collective node of a rank graph (AllReduce, AllGather, ...), for the
+/// --html page's diagram of which collective joins which ranks.
+struct CollectiveSite {
+  int rank = 0;
+  std::string node, op, module; // node name, op type, module path of the node
+};
+
 struct Context {
   std::string specPath;
   std::string reference;
@@ -18,6 +25,8 @@ struct Context {
   /// and the ranks line: review annotations point there (--sarif).
   std::vector<std::pair<std::string, SrcLoc>> placementLocs;
   SrcLoc ranksLoc;
+  /// Every collective of the rank graphs, rank by rank in graph order (--html).
+  std::vector<CollectiveSite> collectives;
 };
 
 struct TextOptions {
@@ -43,6 +52,10 @@ std::string toSarif(const relation::Result &r, const Context &ctx, const Relatio
 /// counterexample and replay numbers, and the other failures folded; with
 /// `changes` the changed relations grouped by module (recorded -> now).
 std::string toMarkdown(const relation::Result &r, const Context &ctx, const RelationDiff *changes = nullptr);
+/// The result as one self-contained HTML page (--html): verdict and counts,
+/// outputs, the module tree with rows by status (repeated layers folded), the
+/// first failure with its counterexample, the collectives per layer and rank.
+std::string toHtml(const relation::Result &r, const Context &ctx);
 /// `shardproof diff OLD NEW --summary-md FILE`: the changed relations grouped by
 /// module, old -> new.
 std::string relationDiffMarkdown(const RelationDiff &d, const std::string &before, const std::string &after);

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import io
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -141,9 +142,12 @@ def _export_one(what, module, inputs, dynamic, outputs_hint, case, train=False):
             # Parameters as graph inputs named by their module path; no constant
             # folding, which would fold a weight's transpose into a new, unnamed
             # tensor.
-            torch.onnx.export(module, args, buf, opset_version=OPSET, input_names=names,
-                              output_names=output_names, dynamic_axes=dynamic, export_params=False,
-                              do_constant_folding=False)
+            # verbose=True keeps each node's Python stack in its doc_string
+            # (compacted by _source_sites); the graph dump it prints is muted.
+            with _quiet_onnx_log():
+                torch.onnx.export(module, args, buf, opset_version=OPSET, input_names=names,
+                                  output_names=output_names, dynamic_axes=dynamic, export_params=False,
+                                  do_constant_folding=False, verbose=True)
         except CaptureError:
             raise
         except Exception as e:
@@ -153,6 +157,7 @@ def _export_one(what, module, inputs, dynamic, outputs_hint, case, train=False):
                         "yet; see docs/pytorch.md, 'The training step')")
             raise CaptureError(f"torch.onnx.export of the {what} failed: {msg} (at {_where(e)})") from e
     model = onnx.load_from_string(buf.getvalue())
+    _source_sites(model)
     used = {n.domain for n in model.graph.node if n.domain not in ("", "ai.onnx")}
     have = {o.domain for o in model.opset_import}
     for d in sorted(used - have):
@@ -172,6 +177,38 @@ def _export_one(what, module, inputs, dynamic, outputs_hint, case, train=False):
             if d.HasField("dim_param") and d.dim_param not in declared:
                 d.ClearField("dim_param")
     return model, output_names
+
+
+@contextlib.contextmanager
+def _quiet_onnx_log():
+    # torch.onnx.export(verbose=True) prints the whole graph through
+    # torch.onnx.log, looked up on the module at each call.
+    saved = torch.onnx.log
+    torch.onnx.log = lambda *args: None
+    try:
+        yield
+    finally:
+        torch.onnx.log = saved
+
+
+_FRAME = re.compile(r"^(.*)\((\d+)\): (\S+)$")
+
+
+def _source_sites(model):
+    """Each node's doc_string (the tracer's Python stack, innermost first)
+    becomes the user's line that emitted it, 'file:line in function': the
+    first frame outside torch and this package. Reports and SARIF point there."""
+    for node in model.graph.node:
+        site = ""
+        for line in node.doc_string.splitlines():
+            m = _FRAME.match(line.strip())
+            if not m:
+                continue
+            path = os.path.abspath(m.group(1))
+            if not path.startswith(pg._PACKAGE_DIR) and not path.startswith(pg._TORCH_DIR):
+                site = f"{m.group(1)}:{m.group(2)} in {m.group(3)}"
+                break
+        node.doc_string = site
 
 
 def _annotate(model, calls):

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <unistd.h>
 
@@ -71,6 +72,53 @@ TEST(Sarif, MissingAllReduceIsAnErrorOnTheSpecWithTheReplayedNumbers) {
   }
   EXPECT_TRUE(namesFc2) << "no result names the module whose reduction is missing";
   EXPECT_TRUE(hasReplay) << "no result carries the replayed counterexample";
+}
+
+// Rule ids of a log's results, and the message of the first result per id.
+std::map<std::string, std::string> ruleMessages(const json::Value &v) {
+  std::map<std::string, std::string> out;
+  auto *run = (*v.getAsObject()->getArray("runs"))[0].getAsObject();
+  for (auto &res : *run->getArray("results")) {
+    auto *o = res.getAsObject();
+    out.emplace(str(o->getString("ruleId")), str(o->getObject("message")->getString("text")));
+  }
+  return out;
+}
+
+json::Value sarifOf(const std::string &spec, int wantExit) {
+  fs::path out = tempPath(spec + ".sarif");
+  auto r = runShardproof("check --quiet " + example(spec) + " --sarif " + out.string());
+  EXPECT_EQ(r.exitCode, wantExit) << r.out;
+  json::Value v = readJson(out);
+  fs::remove(out);
+  return v;
+}
+
+TEST(Sarif, AMissingAllReduceIsFiledAsAMissingReduction) {
+  auto rules = ruleMessages(sarifOf("mlp_no_allreduce.yaml", 1));
+  ASSERT_TRUE(rules.count("SP007")) << "no MissingReduction result";
+  EXPECT_NE(rules["SP007"].find("reduction is missing"), std::string::npos) << rules["SP007"];
+}
+
+TEST(Sarif, AWrongSliceOffsetIsFiledAsUncoveredElements) {
+  auto rules = ruleMessages(sarifOf("mlp_offbyone_tp2.yaml", 1));
+  EXPECT_TRUE(rules.count("SP008")) << "no UncoveredElements result";
+  EXPECT_FALSE(rules.count("SP009")) << "an off-by-one slice is not a mask leak";
+}
+
+// pad_pool_leak averages over every padded row: changing only the pad rows
+// (which no reference input reads) changes the output, which is what makes it
+// a mask leak rather than any wrong number.
+TEST(Sarif, PaddedRowsInAMeanAreFiledAsAMaskLeak) {
+  json::Value v = sarifOf("pad_pool_leak.yaml", 1);
+  auto rules = ruleMessages(v);
+  ASSERT_TRUE(rules.count("SP009")) << "no MaskLeak result";
+  EXPECT_NE(rules["SP009"].find("padding"), std::string::npos) << rules["SP009"];
+  bool declared = false;
+  auto *driver = (*v.getAsObject()->getArray("runs"))[0].getAsObject()->getObject("tool")->getObject("driver");
+  for (auto &rule : *driver->getArray("rules"))
+    declared |= str(rule.getAsObject()->getString("id")) == "SP009";
+  EXPECT_TRUE(declared) << "SP009 is used but not declared in the driver's rules";
 }
 
 TEST(Sarif, VerifiedExampleHasNoResults) {

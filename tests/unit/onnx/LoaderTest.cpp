@@ -274,3 +274,28 @@ TEST(Loader, ParallelLoadGivesTheSequentialGraphsAndFirstError) {
   }
   fs::remove_all(dir);
 }
+
+// Review annotations point at the user's Python: the capture package writes
+// "file:line in function" into each node's doc_string, torch's own exporter
+// (verbose=True) a stack whose first frame outside torch is the user's line.
+TEST(Loader, DocStringGivesTheNodesPythonLine) {
+  ModelBuilder b;
+  b.input("x", {"n"});
+  b.node("/fc/Relu", "Relu", {"x"}, {"a"}).set_doc_string("/src/model/mlp.py:42 in forward");
+  b.node("/fc/Tanh", "Tanh", {"a"}, {"c"})
+      .set_doc_string("/usr/lib/python3/dist-packages/torch/nn/modules/linear.py(114): forward\n"
+                      "/usr/lib/python3/dist-packages/torch/nn/modules/module.py(1194): _call_impl\n"
+                      "/home/me/tp.py(7): forward\n/usr/lib/python3/dist-packages/torch/jit/_trace.py(118): wrapper");
+  b.node("/fc/Exp", "Exp", {"c"}, {"d"}).set_doc_string("a comment, not a place");
+  b.node("/fc/Neg", "Neg", {"d"}, {"y"}).set_doc_string("file.py:99999999999 in f");
+  b.output("y");
+  auto g = b.load();
+  ASSERT_TRUE(static_cast<bool>(g)) << shardproof::toString(g.takeError());
+  EXPECT_EQ(g->nodes[0].source.file, "/src/model/mlp.py");
+  EXPECT_EQ(g->nodes[0].source.line, 42);
+  EXPECT_EQ(g->nodes[0].sourceFunction, "forward");
+  EXPECT_EQ(g->nodes[1].source.file, "/home/me/tp.py");
+  EXPECT_EQ(g->nodes[1].source.line, 7);
+  EXPECT_EQ(g->nodes[2].source.line, 0) << "free text is no location";
+  EXPECT_EQ(g->nodes[3].source.line, 0) << "a line number too large for an int is no location";
+}
