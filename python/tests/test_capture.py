@@ -118,6 +118,21 @@ class Intercepted(unittest.TestCase):
             names = [i.name for i in onnx.load(os.path.join(self.out, f)).graph.input]
             self.assertEqual(names, ["x", "weight"])
 
+    def test_every_node_names_the_users_line(self):
+        # Reports and SARIF point at the user's code: the MatMul is Scale.forward's
+        # line, the all-reduce the lambda's; no node names torch or this package.
+        self.export(lambda y: dist.all_reduce(y) or y)
+        rank0 = onnx.load(os.path.join(self.out, "rank0.onnx")).graph.node
+        matmul = [n.doc_string for n in rank0 if n.op_type == "MatMul"]
+        self.assertEqual(len(matmul), 1)
+        self.assertRegex(matmul[0], rf"{THIS_FILE}:\d+ in forward$")
+        reduce = [n.doc_string for n in rank0 if n.op_type == "AllReduce"]
+        self.assertRegex(reduce[0], rf"{THIS_FILE}:\d+ in ")
+        for n in rank0:
+            self.assertNotIn("dist-packages/torch", n.doc_string)
+            self.assertNotIn("shardproof/torch", n.doc_string)
+            self.assertNotIn("\n", n.doc_string)
+
     def test_rank_and_world_size_inside_the_module(self):
         seen = []
 

@@ -62,7 +62,13 @@ void setSource(ir::Node &node, const std::string &doc) {
   for (std::string l; std::getline(in, l);) {
     std::string file, fn;
     int line = 0;
-    if (parseTraceFrame(l, file, line, fn) && file.find("/torch/") == std::string::npos) {
+    if (!parseTraceFrame(l, file, line, fn))
+      continue;
+    // Past the tracer's own frames lies the code that called export, not a
+    // line that emitted the node (the backward pass has none).
+    if (file.find("/torch/jit/") != std::string::npos || file.find("/torch/onnx/") != std::string::npos)
+      return;
+    if (file.find("/torch/") == std::string::npos) {
       node.source = SrcLoc{file, line, 0};
       node.sourceFunction = fn;
       return;

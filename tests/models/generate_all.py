@@ -24,6 +24,7 @@ import intsplit  # noqa: E402
 import varlen  # noqa: E402
 import stepped  # noqa: E402
 import padsplit  # noqa: E402
+import training  # noqa: E402
 
 
 def main():
@@ -52,6 +53,8 @@ def main():
     llama.generate_worlds(out)
     lmhead.generate_worlds(out)
     rope.generate_worlds(out)
+    # Training steps captured with python/shardproof (export train=True).
+    training.generate(out)
 
 
 if __name__ == "__main__":

@@ -325,9 +325,19 @@ def op_swap_rank_weights(fx):
             order = list(range(fx.P))
             order[a], order[b] = b, a
 
-            def apply(ctx, name=name, local=local, order=order, axis=p["shard"]):
+            # A training step's gradient sits like its parameter (grads:
+            # like_params), which a relation placement does not give: the
+            # gradient gets the same exchanged concatenation, spelled out.
+            grad = "grad:" + name
+            has_grad = fx.spec.get("grads") == "like_params" and any(
+                o.name == grad for o in fx.models[0].graph.output)
+
+            def apply(ctx, name=name, local=local, order=order, axis=p["shard"], grad=grad, has_grad=has_grad):
                 parts = ", ".join("%s@%d" % (local.replace("{r}", str(r)), r) for r in order)
                 ctx.spec["inputs"][name] = {"relation": "concat(%s, axis=%d)" % (parts, axis)}
+                if has_grad:
+                    gparts = ", ".join('"%s"@%d' % (grad, r) for r in order)
+                    ctx.spec.setdefault("outputs", {})[grad] = {"relation": "concat(%s, axis=%d)" % (gparts, axis)}
 
             yield Mutant(fx, "swap_rank_weights", "%s:r%d<->r%d" % (name, a, b),
                          "shards of ranks %d and %d exchanged" % (a, b), apply)

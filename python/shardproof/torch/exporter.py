@@ -197,7 +197,11 @@ _FRAME = re.compile(r"^(.*)\((\d+)\): (\S+)$")
 def _source_sites(model):
     """Each node's doc_string (the tracer's Python stack, innermost first)
     becomes the user's line that emitted it, 'file:line in function': the
-    first frame outside torch and this package. Reports and SARIF point there."""
+    first frame outside torch and this package, within the traced call. A node
+    the backward pass emits (autograd, this package's rules) has no such
+    frame before the tracer's own and gets none: the code that called export
+    did not write it. Reports and SARIF point there."""
+    tracer = (os.path.join(pg._TORCH_DIR, "jit") + os.sep, os.path.join(pg._TORCH_DIR, "onnx") + os.sep)
     for node in model.graph.node:
         site = ""
         for line in node.doc_string.splitlines():
@@ -205,6 +209,8 @@ def _source_sites(model):
             if not m:
                 continue
             path = os.path.abspath(m.group(1))
+            if path.startswith(tracer):
+                break  # the trace's own frames: what lies past them called export
             if not path.startswith(pg._PACKAGE_DIR) and not path.startswith(pg._TORCH_DIR):
                 site = f"{m.group(1)}:{m.group(2)} in {m.group(3)}"
                 break

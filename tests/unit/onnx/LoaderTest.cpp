@@ -286,8 +286,12 @@ TEST(Loader, DocStringGivesTheNodesPythonLine) {
       .set_doc_string("/usr/lib/python3/dist-packages/torch/nn/modules/linear.py(114): forward\n"
                       "/usr/lib/python3/dist-packages/torch/nn/modules/module.py(1194): _call_impl\n"
                       "/home/me/tp.py(7): forward\n/usr/lib/python3/dist-packages/torch/jit/_trace.py(118): wrapper");
-  b.node("/fc/Exp", "Exp", {"c"}, {"d"}).set_doc_string("a comment, not a place");
-  b.node("/fc/Neg", "Neg", {"d"}, {"y"}).set_doc_string("file.py:99999999999 in f");
+  b.node("/fc/Exp", "Exp", {"c"}, {"d"})
+      .set_doc_string("/usr/lib/python3/dist-packages/torch/autograd/__init__.py(300): grad\n"
+                      "/usr/lib/python3/dist-packages/torch/jit/_trace.py(118): wrapper\n"
+                      "/home/me/export_script.py(12): main");
+  b.node("/fc/Neg", "Neg", {"d"}, {"e"}).set_doc_string("file.py:99999999999 in f");
+  b.node("/fc/Abs", "Abs", {"e"}, {"y"}).set_doc_string("a comment, not a place");
   b.output("y");
   auto g = b.load();
   ASSERT_TRUE(static_cast<bool>(g)) << shardproof::toString(g.takeError());
@@ -296,6 +300,7 @@ TEST(Loader, DocStringGivesTheNodesPythonLine) {
   EXPECT_EQ(g->nodes[0].sourceFunction, "forward");
   EXPECT_EQ(g->nodes[1].source.file, "/home/me/tp.py");
   EXPECT_EQ(g->nodes[1].source.line, 7);
-  EXPECT_EQ(g->nodes[2].source.line, 0) << "free text is no location";
+  EXPECT_EQ(g->nodes[2].source.line, 0) << "the backward pass's node: the caller of export did not write it";
   EXPECT_EQ(g->nodes[3].source.line, 0) << "a line number too large for an int is no location";
+  EXPECT_EQ(g->nodes[4].source.line, 0) << "free text is no location";
 }

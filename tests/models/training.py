@@ -1,0 +1,38 @@
+"""Training-step fixtures captured with the PyTorch package (python/shardproof):
+Megatron-style user code (tests/models/megatron/training.py) exported with
+`train=True`, so each graph outputs the loss and `grad:<param>` for every
+parameter through torch's backward pass and the f/g Functions' own backward.
+They live in specs/examples like every other fixture, which puts the backward
+graphs under ExamplesTest and the mutation suite (docs/soundness.md).
+
+Files: train_<name>_ref.onnx and train_<name>_rank{r}.onnx.
+"""
+import os
+import shutil
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+# name -> (factory in tests/models/megatron/training.py, world size)
+FIXTURES = {
+    "mlp_tp2": ("mlp_tp", 2),
+    "mlp_tp2_f_without_reduce": ("mlp_tp_f_without_reduce", 2),
+    "mlp_sp2": ("mlp_sp", 2),
+    "mlp_sp2_grads_unsynced": ("mlp_sp_grads_unsynced", 2),
+    "gpt2_block_tp2": ("gpt2_block_tp", 2),
+}
+
+
+def generate(out):
+    from shardproof.torch import export, intercepted, load_factory
+
+    source = os.path.join(ROOT, "tests", "models", "megatron", "training.py")
+    for name, (factory, world) in FIXTURES.items():
+        with tempfile.TemporaryDirectory() as tmp, intercepted():
+            case = load_factory(f"{source}:{factory}")
+            got = export(case, world, os.path.join(tmp, "x"), train=True)
+            shutil.move(got.reference, os.path.join(out, f"train_{name}_ref.onnx"))
+            for r, path in enumerate(got.ranks):
+                shutil.move(path, os.path.join(out, f"train_{name}_rank{r}.onnx"))
