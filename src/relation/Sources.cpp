@@ -17,6 +17,17 @@ const char *toString(BugClass c) {
   return "none";
 }
 
+const char *toString(Failure::Kind k) {
+  switch (k) {
+  case Failure::NoRelation: return "no-relation";
+  case Failure::OutputMismatch: return "output-mismatch";
+  case Failure::Obligation: return "obligation";
+  case Failure::Unsupported: return "unsupported";
+  case Failure::SolverUnknown: return "solver-unknown";
+  }
+  return "?";
+}
+
 namespace {
 
 // Nodes by name, built once per graph and only when some failure asks.

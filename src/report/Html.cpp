@@ -64,17 +64,6 @@ const char *verdictClass(Verdict v) {
   return v == Verdict::Verified ? "v-verified" : v == Verdict::Refuted ? "v-refuted" : "v-unknown";
 }
 
-const char *kindKey(Failure::Kind k) {
-  switch (k) {
-  case Failure::NoRelation: return "no-relation";
-  case Failure::OutputMismatch: return "output-mismatch";
-  case Failure::Obligation: return "obligation";
-  case Failure::Unsupported: return "unsupported";
-  case Failure::SolverUnknown: return "solver-unknown";
-  }
-  return "?";
-}
-
 const char *kindLabel(Failure::Kind k) {
   switch (k) {
   case Failure::NoRelation: return "no rank tensor computes this node";
@@ -222,17 +211,8 @@ private:
   }
 
   void counterexample(const Counterexample &c, bool ids) {
-    std::string sizes;
-    for (auto &[n, v] : c.sizes)
-      sizes += (sizes.empty() ? "" : ", ") + n + "=" + std::to_string(v);
-    std::string element = c.tensor;
-    if (!c.index.empty()) {
-      element += "[";
-      for (size_t i = 0; i < c.index.size(); ++i)
-        element += (i ? ", " : "") + std::to_string(c.index[i]);
-      element += "]";
-    }
-    h += "<dt>counterexample</dt><dd class=\"cex\"><span class=\"sizes\">" + esc(sizes.empty() ? "any sizes" : sizes) +
+    std::string sizes = sizesOf(c), element = elementOf(c);
+    h += "<dt>counterexample</dt><dd class=\"cex\"><span class=\"sizes\">" + esc(sizes) +
          "</span>" + (c.rank >= 0 ? ", rank <b class=\"rank\">" + std::to_string(c.rank) + "</b>" : std::string()) +
          ", <code class=\"element\">" + esc(element) + "</code>";
     if (!c.expected.empty() || !c.actual.empty())
@@ -251,7 +231,7 @@ private:
   }
 
   void failureFacts(const Failure &f, bool ids) {
-    h += "<dl class=\"facts\"><dt>kind</dt><dd>" + std::string(kindLabel(f.kind)) + " <code>" + kindKey(f.kind) +
+    h += "<dl class=\"facts\"><dt>kind</dt><dd>" + std::string(kindLabel(f.kind)) + " <code>" + toString(f.kind) +
          "</code></dd>";
     if (f.bugClass != BugClass::None)
       h += "<dt>bug class</dt><dd><code class=\"bug-class\">" + std::string(toString(f.bugClass)) + "</code></dd>";
@@ -289,7 +269,7 @@ private:
       return;
     const Failure &f = r.failures.front();
     h += "<section id=\"first-failure\" class=\"failure\" data-index=\"0\" data-kind=\"" +
-         std::string(kindKey(f.kind)) + "\" data-module=\"" + esc(f.module) + "\">\n<h2>" +
+         std::string(toString(f.kind)) + "\" data-module=\"" + esc(f.module) + "\">\n<h2>" +
          (r.verdict == Verdict::Refuted ? "First failing node" : "What stopped the proof") + "</h2>\n";
     h += "<p class=\"message\">" + esc(f.message) + "</p>\n";
     bool confirmed = f.cex && f.cex->replayed;
@@ -316,7 +296,7 @@ private:
     h += "<section id=\"other-failures\"><h2>Other failures (" + std::to_string(r.failures.size() - 1) + ")</h2>\n";
     for (size_t i = 1; i < r.failures.size(); ++i) {
       const Failure &f = r.failures[i];
-      h += "<details class=\"failure\" data-index=\"" + std::to_string(i) + "\" data-kind=\"" + kindKey(f.kind) +
+      h += "<details class=\"failure\" data-index=\"" + std::to_string(i) + "\" data-kind=\"" + toString(f.kind) +
            "\" data-module=\"" + esc(f.module) + "\"><summary class=\"message\">" + esc(f.message) + "</summary>";
       failureFacts(f, false);
       h += "</details>\n";

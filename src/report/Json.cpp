@@ -29,17 +29,6 @@ static json::Value cexJson(const Counterexample &c) {
   return o;
 }
 
-static const char *kindName(Failure::Kind k) {
-  switch (k) {
-  case Failure::NoRelation: return "no-relation";
-  case Failure::OutputMismatch: return "output-mismatch";
-  case Failure::Obligation: return "obligation";
-  case Failure::Unsupported: return "unsupported";
-  case Failure::SolverUnknown: return "solver-unknown";
-  }
-  return "?";
-}
-
 std::string toJson(const Result &r, const Context &ctx) {
   json::Array rows;
   const char *status[] = {"input", "matched", "view", "unmatched", "unsupported"};
@@ -55,7 +44,7 @@ std::string toJson(const Result &r, const Context &ctx) {
     json::Array near;
     for (auto &n : f.rankNodes)
       near.push_back(n);
-    json::Object o{{"kind", kindName(f.kind)}, {"message", f.message}, {"node", f.refNode},
+    json::Object o{{"kind", toString(f.kind)}, {"message", f.message}, {"node", f.refNode},
                    {"module", f.module}, {"tensor", f.tensor}, {"rank_nodes", std::move(near)}};
     if (f.cex)
       o["counterexample"] = cexJson(*f.cex);

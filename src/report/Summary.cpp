@@ -27,24 +27,6 @@ std::string cell(std::string s) {
   return out;
 }
 
-std::string sizesOf(const Counterexample &c) {
-  std::string s;
-  for (auto &[n, v] : c.sizes)
-    s += (s.empty() ? "" : ", ") + n + "=" + std::to_string(v);
-  return s.empty() ? "any sizes" : s;
-}
-
-std::string elementOf(const Counterexample &c) {
-  std::string s = c.tensor;
-  if (!c.index.empty()) {
-    s += "[";
-    for (size_t i = 0; i < c.index.size(); ++i)
-      s += (i ? ", " : "") + std::to_string(c.index[i]);
-    s += "]";
-  }
-  return s;
-}
-
 void failureDetail(std::string &md, const Failure &f) {
   if (!f.module.empty())
     md += "- module " + code(f.module) + "\n";

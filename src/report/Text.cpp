@@ -17,6 +17,24 @@ int exitCode(Verdict v) {
   return 2;
 }
 
+std::string sizesOf(const Counterexample &c) {
+  std::string s;
+  for (auto &[n, v] : c.sizes)
+    s += (s.empty() ? "" : ", ") + n + "=" + std::to_string(v);
+  return s.empty() ? "any sizes" : s;
+}
+
+std::string elementOf(const Counterexample &c) {
+  std::string s = c.tensor;
+  if (!c.index.empty()) {
+    s += "[";
+    for (size_t i = 0; i < c.index.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(c.index[i]);
+    s += "]";
+  }
+  return s;
+}
+
 static const char *statusName(RelationRow::Status s) {
   switch (s) {
   case RelationRow::Input: return "input";

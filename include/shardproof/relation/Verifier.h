@@ -86,6 +86,9 @@ struct Failure {
   BugClass bugClass = BugClass::None;
   std::vector<SourceSite> sources; // reference node first, then rank nodes
 };
+/// The kind's stable key ("no-relation", "output-mismatch", ...), as --json,
+/// --html and tools read it.
+const char *toString(Failure::Kind k);
 
 struct OutputResult {
   std::string tensor;

@@ -67,6 +67,11 @@ bool printReplay(llvm::raw_ostream &os, const relation::Result &r);
 /// The --sample section; disagreements are printed as an internal error.
 void printSample(llvm::raw_ostream &os, const relation::SampleResult &s);
 
+/// A counterexample's sizes ("batch=1, seq=2", or "any sizes") and its
+/// element ("y[0, 1, 2]"), as every report writes them.
+std::string sizesOf(const relation::Counterexample &c);
+std::string elementOf(const relation::Counterexample &c);
+
 /// Writes `text` to `path` via a temporary file and a rename, so a failure never
 /// leaves half a file behind (for --json and relation files). A failure is a
 /// user error naming the path.
