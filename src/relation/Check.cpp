@@ -130,8 +130,29 @@ void Session::checkObligations() {
       // not support: we cannot judge the implementation there.
       f.refOp = po.rank == -1 && !po.node.empty() ? "reference" : "";
     }
+    // A rank node's own obligation: that node is where to look.
+    if (po.rank >= 0 && po.rank < worldSize() && !po.node.empty())
+      for (const ir::Node &n : ranks[po.rank].nodes)
+        if (n.name == po.node) {
+          f.rankNodes.push_back("rank " + std::to_string(po.rank) + ": " + n.name + " (" + n.opType + ")");
+          break;
+        }
     result.failures.push_back(f);
   }
+}
+
+// The rank nodes that write an output of this name (on `rank`, or on every
+// rank for -1): where an output that differs is computed.
+static std::vector<std::string> outputProducers(const std::vector<ir::Graph> &ranks, const std::string &name,
+                                                int rank) {
+  std::vector<std::string> out;
+  for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
+    auto id = ranks[r].find(name);
+    int p = id && (rank < 0 || rank == r) ? ranks[r].values[*id].producer : -1;
+    if (p >= 0)
+      out.push_back("rank " + std::to_string(r) + ": " + ranks[r].nodes[p].name + " (" + ranks[r].nodes[p].opType + ")");
+  }
+  return out;
 }
 
 // Element term of the implementation side of an output for one placement.
@@ -301,6 +322,7 @@ llvm::Expected<OutputResult> Session::checkClaim(int id, const spec::Placement &
     }
     if (!shapeOk) {
       Failure f{Failure::OutputMismatch, "output '" + name + "': " + res.detail, "", "", "", name, {}, sizesCex};
+      f.rankNodes = outputProducers(ranks, name, rank);
       result.failures.push_back(f);
       break;
     }
@@ -312,6 +334,7 @@ llvm::Expected<OutputResult> Session::checkClaim(int id, const spec::Placement &
       continue;
     // Numbers first: a confirmed difference needs no further proof attempts.
     Failure f{Failure::OutputMismatch, "", "", "", "", name, {}, std::nullopt};
+    f.rankNodes = outputProducers(ranks, name, rank);
     if (auto w = searchWitness(*diff, id, rank, shape, a0, b0)) {
       res.verdict = Verdict::Refuted;
       f.cex = w;

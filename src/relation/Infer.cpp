@@ -90,32 +90,43 @@ static std::optional<int> unreducedInput(const Session &S, const Node &n) {
   return std::nullopt;
 }
 
+// Whether rank r's node `n` reads one of the classes `reads`.
+static bool readsAny(Session &S, int r, const Node &n, const std::vector<ClassId> &reads) {
+  for (int id : n.inputs) {
+    if (id < 0 || !S.rankValues[r][id].term)
+      continue;
+    std::vector<ClassId> in;
+    collectReads(S.rankValues[r][id].term, in);
+    for (ClassId c : in)
+      if (std::find(reads.begin(), reads.end(), c) != reads.end())
+        return true;
+  }
+  return false;
+}
+
 // Rank nodes that read the classes a term reads: the place to look when the
-// reference node finds no counterpart.
-static std::vector<std::string> nearbyRankNodes(Session &S, const Term &t, const std::string &op) {
+// reference node finds no counterpart. Preferably of the same op; else of the
+// same module (a LogSoftmax the ranks compute as max, exp-sum and log); else
+// any node that reads them.
+static std::vector<std::string> nearbyRankNodes(Session &S, const Term &t, const Node &refNode) {
   std::vector<ClassId> reads;
   collectReads(t, reads);
-  std::vector<std::string> out;
-  for (int r = 0; r < S.worldSize(); ++r) {
-    for (const Node &n : S.ranks[r].nodes) {
-      if (!op.empty() && n.opType != op)
-        continue;
-      bool touches = false;
-      for (int id : n.inputs) {
-        if (id < 0 || !S.rankValues[r][id].term)
+  auto find = [&](auto accept) {
+    std::vector<std::string> out;
+    for (int r = 0; r < S.worldSize(); ++r)
+      for (const Node &n : S.ranks[r].nodes) {
+        if (!accept(n) || !readsAny(S, r, n, reads))
           continue;
-        std::vector<ClassId> in;
-        collectReads(S.rankValues[r][id].term, in);
-        for (ClassId c : in)
-          if (std::find(reads.begin(), reads.end(), c) != reads.end())
-            touches = true;
-      }
-      if (touches) {
         out.push_back("rank " + std::to_string(r) + ": " + n.name + " (" + n.opType + ")");
         break;
       }
-    }
-  }
+    return out;
+  };
+  auto out = find([&](const Node &n) { return n.opType == refNode.opType; });
+  if (out.empty())
+    out = find([&](const Node &n) { return n.modulePath() == refNode.modulePath(); });
+  if (out.empty())
+    out = find([](const Node &) { return true; });
   return out;
 }
 
@@ -226,7 +237,7 @@ llvm::Error Session::inferReference() {
       if (row.status == RelationRow::Unmatched && !reportedUnresolved) {
         reportedUnresolved = true;
         Failure f{Failure::NoRelation, "", n.name, n.opType, n.modulePath(), ref.values[o].name, {}, std::nullopt};
-        f.rankNodes = nearbyRankNodes(*this, v.term, n.opType);
+        f.rankNodes = nearbyRankNodes(*this, v.term, n);
         auto region = unresolvedRegion(v.term, bounds(*v.shape));
         bool partial = region && !sameTerm(region->second, v.term);
         f.message = partial ? "rank tensors compute only part of reference tensor '" + ref.values[o].name + "' of " +

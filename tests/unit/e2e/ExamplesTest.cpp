@@ -39,6 +39,10 @@ TEST_P(Examples, VerdictAndLocation) {
     // Every refutation is backed by execution at the counterexample's sizes.
     EXPECT_NE(r.out.find("CONFIRMED"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("NOT CONFIRMED"), std::string::npos) << r.out;
+    // And it points into the implementation: the rank nodes where the
+    // difference arises (same op, else same module, else a reader of the same
+    // tensors; for an output, the node writing it).
+    EXPECT_NE(r.out.find("rank nodes nearby:"), std::string::npos) << r.out;
   }
 }
 
