@@ -348,26 +348,8 @@ llvm::Expected<OutputResult> Session::checkClaim(int id, const spec::Placement &
       }
     } else {
       // No difference on numbers: try to prove equality by unfolding rank
-      // tensors into their definitions, one layer at a time.
-      Term a = a0, b = b0;
-      unsigned expansions = 0;
-      while (diff) {
-        ClassId ca = Prover::highestComputed(a, classes), cb = Prover::highestComputed(b, classes);
-        ClassId none = static_cast<ClassId>(-1);
-        ClassId c = ca == none ? cb : cb == none ? ca : std::max(ca, cb);
-        if (c == none || ++expansions > opts.maxExpansion)
-          break;
-        // A step whose comparison the solver could not decide is not unfolded
-        // further: without those facts the terms only grow (with
-        // --solver-timeout 0, 64 such steps took a minute on one GPT block),
-        // and the answer is UNKNOWN with the solver's reason either way.
-        const unsigned undecidedBefore = solver.undecided();
-        a = prover.expandClass(a, c, 0);
-        b = prover.expandClass(b, c, 0);
-        diff = prover.firstDifference(a, b, 0);
-        if (diff && solver.undecided() != undecidedBefore)
-          break;
-      }
+      // tensors into their definitions (Propose.cpp).
+      diff = unfoldUntilEqual(a0, b0, *diff, opts.maxExpansion);
       if (!diff)
         continue;
       if (res.verdict != Verdict::Refuted)
@@ -409,6 +391,8 @@ llvm::Error Session::checkOutputs() {
     auto res = checkClaim(id, **pl);
     if (!res)
       return res.takeError();
+    if (res->verdict == Verdict::Verified)
+      labelProvenOutput(name, **pl);
     result.outputs.push_back(*res);
   }
   return llvm::Error::success();

@@ -215,6 +215,13 @@ llvm::Error Session::inferReference() {
         // only re-adds earlier rank tensors, like `p@0 + p@1 + b`, has no counterpart).
         row.status = matches > 0 && resolved(v.term) ? RelationRow::Matched : RelationRow::Unmatched;
       }
+      // No counterpart found by covering: the ranks' tensors of the same name,
+      // proven (Propose.cpp).
+      if (row.status == RelationRow::Unmatched && termSize(v.term) <= opts.maxTermNodes)
+        if (auto t = proposeByName(o)) {
+          v.term = *t;
+          row.status = RelationRow::Matched;
+        }
       ++result.stats.relations;
       if (auto it = checkpoints.find(ref.values[o].name); it != checkpoints.end()) {
         // Prove the user's claim here; once proven, downstream nodes build on

@@ -82,6 +82,15 @@ struct Session {
   /// A read of a fresh leaf standing for reference tensor `id` (see
   /// ClassInfo::abstractedReference), at the free indices i!0...
   ir::Term abstractReference(int id);
+  // Propose.cpp
+  /// Reference tensor `id`'s term as the ranks' tensors of the same name
+  /// (replicated, partial or one shard axis), when that is proven.
+  std::optional<Term> proposeByName(int id);
+  void labelProvenOutput(const std::string &name, const spec::Placement &pl);
+  /// Unfolds rank tensors into their definitions, one layer at a time, until
+  /// `a` and `b` are proven equal (nullopt) or the unfolding stops (the
+  /// difference left).
+  std::optional<smt::Expr> unfoldUntilEqual(Term a, Term b, smt::Expr diff, unsigned maxSteps);
   // Check.cpp
   void checkObligations();
   llvm::Error checkOutputs();

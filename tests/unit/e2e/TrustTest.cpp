@@ -269,3 +269,26 @@ TEST_F(Hostile, ALongChainDifferingInOneOpIsAVerdictNotAStackOverflow) {
   EXPECT_EQ(r.out.find("VERIFIED\n"), std::string::npos) << r.out;
   EXPECT_SAYS(r, "/l15000/Op");
 }
+
+// Was: in VERIFIED tables, NO RELATION rows for tensors every rank computes
+// under the same name (the cover missed the last row of rank 0's shard of a
+// causal attention, rope_sp2's output `y` among them) and for outputs the
+// check had just proven. Same-named rank tensors are now proposed and proven;
+// a proven output's row shows the spec's claim.
+TEST(Trust, AVerifiedTableRelatesTensorsTheRanksComputeUnderTheSameName) {
+  auto rope = shardproof::testing::runShardproof("check " + shardproof::testing::example("rope_sp2.yaml"));
+  EXPECT_EQ(rope.exitCode, 0) << rope.out;
+  EXPECT_EQ(rope.out.find("NO RELATION"), std::string::npos) << rope.out;
+  std::istringstream lines(rope.out);
+  bool sawY = false;
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(" y ") != std::string::npos && line.find("MatMul") != std::string::npos) {
+      sawY = true;
+      EXPECT_NE(line.find("matched      concat(y@0, y@1, axis=1)"), std::string::npos) << line;
+    }
+  EXPECT_TRUE(sawY) << rope.out;
+  auto padded = shardproof::testing::runShardproof("check " + shardproof::testing::example("pad_lengths_ok.yaml"));
+  EXPECT_EQ(padded.exitCode, 0) << padded.out;
+  EXPECT_NE(padded.out.find("matched      slice(y@0, axis=1, start=0, end=seq) (output, proven)"), std::string::npos)
+      << padded.out;
+}
