@@ -4,6 +4,8 @@
 //   # What the case is (and which bug, if any).
 //   # VERDICT: REFUTED                 VERIFIED | REFUTED | UNKNOWN
 //   # SAYS: REFUTED at module fc2      zero or more fragments the report contains
+//   # HEAVY: why                       optional: minutes under the sanitizers, so the
+//                                      memo/threads re-run (MemoJobsTest) skips it there
 //
 // ExamplesTest runs `shardproof check --witness` on every spec under
 // specs/examples/ and holds it to its header; a spec without a VERDICT line
@@ -24,6 +26,7 @@ struct ExampleHeader {
   std::string verdict;        // "" when the header has no VERDICT line
   int exitCode = -1;          // 0 VERIFIED, 1 REFUTED, 2 UNKNOWN
   std::vector<std::string> says;
+  std::string heavy;          // HEAVY: why the sanitizer build skips its re-runs
   std::string error;          // a malformed header: what is wrong, with its line
   std::string description;    // the header's prose, joined into one line
 };
@@ -70,6 +73,10 @@ inline ExampleHeader readExampleHeader(const std::string &path) {
         h.error = where + "an empty SAYS line";
       else
         h.says.push_back(s);
+    } else if (body.rfind("HEAVY:", 0) == 0) {
+      h.heavy = trimmed(body.substr(6));
+      if (h.heavy.empty())
+        h.error = where + "a HEAVY line must say why";
     } else if (!body.empty()) {
       h.description += (h.description.empty() ? "" : " ") + body;
     }

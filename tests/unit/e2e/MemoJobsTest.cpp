@@ -2,26 +2,28 @@
 // same report on one thread and on two (`--jobs`), and the same verdict when
 // nothing is reused (`--no-memo`: no solver result cache, no obligation
 // deduplication, no entailment cache).
+#include "ExampleHeader.h"
 #include "Run.h"
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <filesystem>
-#include <vector>
-
 using shardproof::testing::runShardproof;
 
-namespace {
+// The sanitizer build runs our code about 30 times slower; there an example
+// whose header says HEAVY is checked once (ExamplesTest), not three times more.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
 
-std::vector<std::string> exampleSpecs() {
-  std::vector<std::string> out;
-  for (auto &e : std::filesystem::directory_iterator(std::string(SHARDPROOF_SOURCE_DIR) + "/specs/examples"))
-    if (e.path().extension() == ".yaml")
-      out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
+namespace {
 
 // The report's verdict line ("VERIFIED: ...", "REFUTED at module ...", "UNKNOWN: ...").
 std::string verdictLine(const std::string &out) {
@@ -43,6 +45,8 @@ class EveryExample : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryExample, SameReportOnTwoThreadsAndSameVerdictWithoutMemoization) {
   std::string spec = std::string(SHARDPROOF_SOURCE_DIR) + "/specs/examples/" + GetParam();
+  if (auto h = shardproof::testing::readExampleHeader(spec); kSanitized && !h.heavy.empty())
+    GTEST_SKIP() << "HEAVY under the sanitizers: " << h.heavy;
   auto one = runShardproof("check --jobs 1 " + spec);
   auto two = runShardproof("check --jobs 2 " + spec);
   EXPECT_EQ(two.exitCode, one.exitCode);
@@ -52,11 +56,9 @@ TEST_P(EveryExample, SameReportOnTwoThreadsAndSameVerdictWithoutMemoization) {
   EXPECT_EQ(verdictLine(noMemo.out), verdictLine(one.out)) << "memoization changed the verdict";
 }
 
-INSTANTIATE_TEST_SUITE_P(Examples, EveryExample, ::testing::ValuesIn(exampleSpecs()),
+INSTANTIATE_TEST_SUITE_P(Examples, EveryExample, ::testing::ValuesIn(shardproof::testing::exampleSpecs()),
                          [](const ::testing::TestParamInfo<std::string> &i) {
-                           std::string n = i.param.substr(0, i.param.size() - 5);
-                           std::replace_if(n.begin(), n.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
-                           return n;
+                           return shardproof::testing::exampleTestName(i.param);
                          });
 
 TEST(Jobs, ZeroThreadsIsAUserError) {
