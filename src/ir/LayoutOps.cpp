@@ -392,17 +392,11 @@ llvm::Expected<OpResult> inferConcat(const OpInputs &in) {
   return r;
 }
 Term concat(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  int64_t axis = r.aux[0];
-  size_t n = in.shapes.size();
-  IndexVec last = idx;
-  last[axis] = idx[axis] - r.auxExprs[n - 1];
-  Term t = read(static_cast<unsigned>(n - 1), last, level);
-  for (size_t i = n - 1; i-- > 0;) {
-    IndexVec src = idx;
-    src[axis] = idx[axis] - r.auxExprs[i];
-    t = mkSelect(idx[axis] < r.auxExprs[i + 1], read(static_cast<unsigned>(i), src, level), t);
-  }
-  return t;
+  auto axis = static_cast<size_t>(r.aux[0]);
+  return concatAlong(
+             in.shapes.size(), axis, idx, [&](size_t i) { return in.shapes[i]->dims[axis]; },
+             [&](size_t i, const IndexVec &src) { return read(static_cast<unsigned>(i), src, level); })
+      .first;
 }
 
 // --- Split ------------------------------------------------------------------------

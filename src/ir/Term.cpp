@@ -503,6 +503,31 @@ size_t termSize(const Term &t) {
   return n;
 }
 
+bool isPure(const Term &t) {
+  if (t->kind == TermKind::Apply || t->kind == TermKind::Sum)
+    return false;
+  for (auto &a : t->args)
+    if (!isPure(a))
+      return false;
+  return true;
+}
+
+std::pair<Term, smt::Expr> concatAlong(size_t n, size_t axis, const IndexVec &iv,
+                                       const std::function<smt::Expr(size_t)> &length,
+                                       const std::function<Term(size_t, const IndexVec &)> &piece) {
+  std::vector<smt::Expr> off(n + 1, smt::Expr::intConst(0));
+  for (size_t j = 0; j < n; ++j)
+    off[j + 1] = (off[j] + length(j)).simplify();
+  Term t;
+  for (size_t j = n; j-- > 0;) {
+    IndexVec src = iv;
+    src[axis] = iv[axis] - off[j];
+    Term p = piece(j, src);
+    t = t ? mkSelect(iv[axis] < off[j + 1], p, t) : p;
+  }
+  return {t, off[n]};
+}
+
 static std::string fmtNum(double v) {
   std::ostringstream os;
   os << v;

@@ -206,18 +206,11 @@ outputSides(Session &S, const std::string &name, const spec::Placement &pl) {
   if (axis < 0 || axis >= static_cast<int64_t>(s0.rank()))
     return userError("spec output '" + name + "': shard axis out of range", pl.loc);
   IndexVec iv = indexVars("i", static_cast<unsigned>(s0.rank()));
-  std::vector<Expr> off(P + 1, Expr::intConst(0));
-  for (int r = 0; r < P; ++r)
-    off[r + 1] = (off[r] + parts[r].second.dims[axis]).simplify();
-  Term t;
-  for (int r = P - 1; r >= 0; --r) {
-    IndexVec src = iv;
-    src[axis] = iv[axis] - off[r];
-    Term piece = instantiate(parts[r].first, iv, src, 0);
-    t = t ? mkSelect(iv[axis] < off[r + 1], piece, t) : piece;
-  }
+  auto [t, total] = concatAlong(
+      P, axis, iv, [&](size_t r) { return parts[r].second.dims[axis]; },
+      [&](size_t r, const IndexVec &src) { return instantiate(parts[r].first, iv, src, 0); });
   Shape os = s0;
-  os.dims[axis] = off[P];
+  os.dims[axis] = total;
   if (pl.split == spec::Placement::Split::PadToMultiple) {
     // Rows past the reference's length are pad: when the shards hold exactly
     // the padded length, the claim is about the first n rows only; any other
@@ -225,7 +218,7 @@ outputSides(Session &S, const std::string &name, const spec::Placement &pl) {
     auto refId = S.ref.find(name);
     if (refId && S.refValues[*refId].shape && S.refValues[*refId].shape->rank() == os.rank()) {
       Expr n = S.refValues[*refId].shape->dims[axis];
-      os.dims[axis] = ite(off[P] == paddedLength(pl, n), n, off[P]).simplify();
+      os.dims[axis] = ite(total == paddedLength(pl, n), n, total).simplify();
     }
   }
   out.push_back({-1, {t, os}});

@@ -32,16 +32,6 @@ static bool resolved(const Term &t) {
   return false;
 }
 
-// Only moves elements: no arithmetic at all.
-static bool isPure(const Term &t) {
-  if (t->kind == TermKind::Apply || t->kind == TermKind::Sum)
-    return false;
-  for (auto &a : t->args)
-    if (!isPure(a))
-      return false;
-  return true;
-}
-
 // Does an index or condition of `t` depend on integer tensor data?
 static bool readsData(const Term &t) {
   if (t->kind == TermKind::Read)

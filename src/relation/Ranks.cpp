@@ -11,15 +11,6 @@ namespace shardproof::relation {
 using smt::Expr;
 using namespace ir;
 
-static bool isPure(const Term &t) {
-  if (t->kind == TermKind::Apply || t->kind == TermKind::Sum)
-    return false;
-  for (auto &a : t->args)
-    if (!isPure(a))
-      return false;
-  return true;
-}
-
 static bool isCollective(const Node &n) {
   const OpDef *d = lookupOp(n.domain, n.opType);
   return d && d->cls == OpClass::Collective;
@@ -183,18 +174,11 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
     axis += static_cast<int64_t>(s0.rank());
   if (op == "AllGather") {
     // Concatenation of the ranks' inputs along `axis`, in rank order.
-    std::vector<Expr> off(P + 1, Expr::intConst(0));
-    for (int r = 0; r < P; ++r)
-      off[r + 1] = (off[r] + shapes[r].dims[axis]).simplify();
-    Term t;
-    for (int r = P - 1; r >= 0; --r) {
-      IndexVec src = iv;
-      src[axis] = iv[axis] - off[r];
-      Term piece = readRank(r, src);
-      t = t ? mkSelect(iv[axis] < off[r + 1], piece, t) : piece;
-    }
+    auto [t, total] = concatAlong(
+        P, axis, iv, [&](size_t r) { return shapes[r].dims[axis]; },
+        [&](size_t r, const IndexVec &src) { return readRank(static_cast<int>(r), src); });
     Shape os = s0;
-    os.dims[axis] = off[P];
+    os.dims[axis] = total;
     for (int r = 0; r < P; ++r) {
       int out = calls[r]->outputs[0];
       Prover::Scope sc(S.prover, Session::bounds(os));

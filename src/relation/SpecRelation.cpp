@@ -74,18 +74,11 @@ llvm::Expected<std::pair<Term, Shape>> Session::compileRelation(const spec::RelE
     auto ax = axisOf(*ax0);
     if (!ax)
       return ax.takeError();
-    std::vector<Expr> off(args.size() + 1, Expr::intConst(0));
-    for (size_t i = 0; i < args.size(); ++i)
-      off[i + 1] = (off[i] + args[i].second.dims[*ax]).simplify();
-    Term t;
-    for (size_t i = args.size(); i-- > 0;) {
-      IndexVec src = iv;
-      src[*ax] = iv[*ax] - off[i];
-      Term piece = instantiate(args[i].first, iv, src, 0);
-      t = t ? mkSelect(iv[*ax] < off[i + 1], piece, t) : piece;
-    }
+    auto [t, total] = concatAlong(
+        args.size(), *ax, iv, [&](size_t i) { return args[i].second.dims[*ax]; },
+        [&](size_t i, const IndexVec &src) { return instantiate(args[i].first, iv, src, 0); });
     Shape s = s0;
-    s.dims[*ax] = off.back();
+    s.dims[*ax] = total;
     return std::make_pair(t, s);
   }
   if (e.fn == "slice" || e.fn == "pad") {

@@ -8,7 +8,6 @@ namespace shardproof::relation {
 using smt::Expr;
 using namespace ir;
 
-static bool isSource(const Graph &g, int id) { return g.values[id].producer < 0; }
 
 // An integer input with a spec `values` range: its elements are the
 // uninterpreted function valueFunction(c) of the index, bounded everywhere in
@@ -144,7 +143,7 @@ llvm::Error Session::bindRankOnlyValue(const std::string &name, const spec::Plac
   for (int r = 0; r < P; ++r) {
     std::string rn = spec::Spec::rankName(name, pl, r);
     auto id = ranks[r].find(rn);
-    if (!id || !isSource(ranks[r], *id))
+    if (!id || !ranks[r].isSource(*id))
       return userError("spec input '" + name + "' is neither an input of the reference model " + ref.path +
                            " nor an input of rank " + std::to_string(r) + " (" + ranks[r].path + ")" +
                            didYouMean(rn, ranks[r].valueNames()),

@@ -73,7 +73,6 @@ llvm::Error Session::setupSymbols() {
   return llvm::Error::success();
 }
 
-static bool isSource(const Graph &g, int id) { return g.values[id].producer < 0; }
 
 ValueInfo Session::constantValue(const std::string &name, const std::shared_ptr<const TensorData> &data) {
   ValueInfo v;
@@ -164,7 +163,7 @@ llvm::Error Session::bindRelationLeaves(const spec::RelExpr &e) {
   if (e.rank < 0 || e.rank >= worldSize())
     return llvm::Error::success(); // compileRelation names the error
   auto id = ranks[e.rank].find(e.name);
-  if (!id || !isSource(ranks[e.rank], *id) || rankValues[e.rank][*id].term)
+  if (!id || !ranks[e.rank].isSource(*id) || rankValues[e.rank][*id].term)
     return llvm::Error::success(); // unknown names too: compileRelation
   auto s = rankShapeOf(e.rank, *id);
   if (!s)
@@ -211,7 +210,7 @@ llvm::Error Session::bindInputs() {
         return e;
       continue;
     }
-    if (!refId || !isSource(ref, *refId))
+    if (!refId || !ref.isSource(*refId))
       return userError("spec input '" + name + "' is not an input or initializer of the reference model " +
                            ref.path + didYouMean(name, refSources()),
                        pl.loc);
@@ -227,7 +226,7 @@ llvm::Error Session::bindInputs() {
       // A relation names its rank tensors itself (x1 = slice(x@0, ...)).
       if (pl.kind == spec::Placement::Kind::Relation)
         break;
-      if (!id || !isSource(ranks[r], *id))
+      if (!id || !ranks[r].isSource(*id))
         return userError("rank " + std::to_string(r) + " (" + ranks[r].path + ") has no input or initializer '" +
                              rn + "' for spec input '" + name + "'" + didYouMean(rn, rankNames(r)),
                          pl.loc);
@@ -290,7 +289,6 @@ llvm::Error Session::bindInputs() {
       }
       std::vector<Term> parts;
       Expr off = Expr::intConst(0);
-      std::vector<Expr> offsets;
       for (int r = 0; r < P; ++r) {
         if (auto e = sameRankAs(rankShapes[r], r))
           return e;
@@ -310,7 +308,6 @@ llvm::Error Session::bindInputs() {
                                   rankShapes[r].dims[d] == refShape->dims[d]},
                                  r, "", ""});
         }
-        offsets.push_back(off);
         if (pl.kind == K::Shard) {
           std::vector<Obligation> pol;
           if (auto want = policySize(pl, refShape->dims[axis], r, P, pol, name))
@@ -339,14 +336,12 @@ llvm::Error Session::bindInputs() {
                                     whole.simplify().str() + ")",
                                 off == whole},
                                -1, "", ""});
-        Term t;
-        for (int r = P - 1; r >= 0; --r) {
-          IndexVec src = iv;
-          src[axis] = iv[axis] - offsets[r];
-          Term piece = instantiate(rankValues[r][rankIds[r]].term, iv, src, 0);
-          t = t ? mkSelect(iv[axis] < offsets[r] + rankShapes[r].dims[axis], piece, t) : piece;
-        }
-        rv.term = t;
+        rv.term = concatAlong(
+                      P, axis, iv, [&](size_t r) { return rankShapes[r].dims[axis]; },
+                      [&](size_t r, const IndexVec &src) {
+                        return instantiate(rankValues[r][rankIds[r]].term, iv, src, 0);
+                      })
+                      .first;
       }
       break;
     }

@@ -111,6 +111,8 @@ struct Graph {
     return it->second;
   }
   std::vector<std::string> valueNames() const;
+  /// A graph input or initializer: no node computes it.
+  bool isSource(int id) const { return values[id].producer < 0; }
 };
 
 } // namespace shardproof::ir

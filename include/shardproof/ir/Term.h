@@ -125,6 +125,15 @@ Term renameClasses(const Term &t, const std::function<ClassId(ClassId)> &rename)
 void collectReads(const Term &t, std::vector<ClassId> &out);
 /// Number of nodes (for limits).
 size_t termSize(const Term &t);
+/// Only moves elements (reads, selects, constants): no arithmetic, no sum.
+bool isPure(const Term &t);
+/// Concatenation of `n` pieces along `axis`: element `iv` is piece j's element
+/// at iv[axis] minus the lengths of the pieces before j, written as a chain of
+/// selects on iv[axis]. `piece(j, src)` is piece j's term at indices `src`.
+/// Returns the term and the total length.
+std::pair<Term, smt::Expr> concatAlong(size_t n, size_t axis, const IndexVec &iv,
+                                       const std::function<smt::Expr(size_t)> &length,
+                                       const std::function<Term(size_t, const IndexVec &)> &piece);
 
 /// Human rendering, with `className` naming classes ("h@0").
 std::string str(const Term &t, const std::function<std::string(ClassId)> &className);
