@@ -43,6 +43,27 @@ std::optional<Expr> integerDivMod(const std::string &op, const Expr &a, const Ex
 
 } // namespace
 
+// A constant read at a symbolic index (a folded padding mask, a causal-mask
+// buffer): the index condition its content equals, checked element by element
+// when recognised (ConstantMask.cpp); the read's index is inside the tensor.
+std::optional<Expr> Session::constantCondition(const ClassTable &table, const Term &t) const {
+  const ClassInfo &ci = table[t->cls];
+  std::optional<ConstantCondition> found;
+  if (auto it = constantConditions.find(t->cls); &table == &classes && it != constantConditions.end())
+    found = it->second;
+  else {
+    found = recogniseConstantCondition(ci.dataDims, ci.data);
+    if (&table == &classes)
+      constantConditions.emplace(t->cls, found);
+  }
+  if (!found || t->idx.size() != ci.dataDims.size())
+    return std::nullopt;
+  IndexVec u = indexVars("u", static_cast<unsigned>(t->idx.size()));
+  Expr cond = found->cond.substitute({u.begin(), u.end()}, {t->idx.begin(), t->idx.end()});
+  auto num = [](double v) { return Expr::intConst(static_cast<int64_t>(v)); };
+  return ite(cond, num(found->onTrue), num(found->onFalse)).simplify();
+}
+
 // Counts that cannot be negative: numerals >= 0, index variables (they range
 // over [0, dim)), and the values proven >= 0 where their sum(k in [0, E): 1)
 // term was built (valueTerm, shapeValueTerm).
@@ -96,13 +117,17 @@ std::optional<Expr> Session::indexValue(const ClassTable &table, const Term &t, 
       return Expr::app(valueFunction(t->cls), {t->idx.begin(), t->idx.end()});
     case ClassInfo::Constant: {
       int64_t flat = 0;
+      bool symbolic = false;
       for (size_t d = 0; d < t->idx.size(); ++d) {
         auto v = t->idx[d].asInt();
-        if (!v || *v < 0 || *v >= ci.dataDims[d])
+        symbolic |= !v;
+        if (v && (*v < 0 || *v >= ci.dataDims[d]))
           return std::nullopt;
-        flat = flat * ci.dataDims[d] + *v;
+        flat = flat * ci.dataDims[d] + v.value_or(0);
       }
-      return sub(mkConst(ci.data[flat]));
+      if (!symbolic)
+        return sub(mkConst(ci.data[flat]));
+      return constantCondition(table, t);
     }
     case ClassInfo::Compute:
       return sub(instantiate(ci.def, indexVars("u", static_cast<unsigned>(ci.shape.rank())), t->idx, 0));

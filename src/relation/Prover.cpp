@@ -191,7 +191,7 @@ Term Prover::normalize(const Term &t, int level) {
                                 mkApply(t->fn, elseArgs, t->name)),
                        level);
     }
-    return mkApply(t->fn, std::move(args), t->name);
+    return foldNegInfSum(mkApply(t->fn, std::move(args), t->name));
   }
   case TermKind::Sum:
     return normalizeSum(t, level);

@@ -81,6 +81,9 @@ private:
   smt::Expr simplifyConjuncts(const smt::Expr &c);
   std::optional<smt::Expr> innerSplitPoint(const Term &body, const std::string &k, const smt::Expr &lo, const smt::Expr &hi);
   Term normalizeSum(const Term &t, int level);
+  /// -inf + x with every x finite is -inf (MaskedSum.cpp), so a masked
+  /// column's exp(-inf - m) is exp(-inf) = 0; anything else unchanged.
+  Term foldNegInfSum(const Term &t) const;
   /// `t`, a Select on data (token ids), as one read of a class that sums
   /// masked rank tensors whose masks the ids partition (MaskedSum.cpp).
   std::optional<Term> tryMaskedSum(const Term &t, int level);

@@ -5,6 +5,7 @@
 #include "NodeMemo.h"
 #include "Prover.h"
 
+#include "shardproof/ir/ConstantMask.h"
 #include "shardproof/ir/Ops.h"
 #include "shardproof/relation/Verifier.h"
 
@@ -129,11 +130,15 @@ struct Session {
   /// integer expression; nullopt if it is not integer data we can follow
   /// (IndexValue.cpp).
   std::optional<smt::Expr> indexValue(const ClassTable &table, const Term &t, int depth = 0) const;
+  std::optional<smt::Expr> constantCondition(const ClassTable &table, const Term &t) const;
   /// Name of the uninterpreted function giving a leaf integer input's elements.
   std::string valueFunction(ClassId c) const;
   bool knownNonNegative(const smt::Expr &e) const;
   /// Integer values proven >= 0 at every admissible size (IndexValue.cpp).
   std::vector<smt::Expr> provenNonNegative;
+  /// The index condition each constant class's content equals, or nullopt
+  /// (ConstantMask.h); a function of the content alone, so a cache.
+  mutable std::unordered_map<ClassId, std::optional<ir::ConstantCondition>> constantConditions;
   /// `t` rendered with the symbols and index variables of `m` substituted.
   std::string renderAt(const Term &t, const smt::Model &m) const;
   std::string className(ClassId c) const { return classes.label(c); }

@@ -52,6 +52,7 @@ def main():
     gpt.generate_worlds(out)
     llama.generate_worlds(out)
     lmhead.generate_worlds(out)
+    lmhead.generate_where(out)
     rope.generate_worlds(out)
     # Training steps captured with python/shardproof (export train=True).
     training.generate(out)

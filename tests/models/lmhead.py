@@ -48,6 +48,8 @@ class Options:
     mask_padding: bool = True      # False: padding columns enter the softmax
     upper_inclusive: bool = False  # True: target mask `> end` (off by one)
     gathered: bool = False         # True: all-gather the logits, plain cross-entropy
+    where_mask: bool = False       # True: padding columns set to -inf by a mask the export folds
+    mask_late: bool = False        # True: that mask starts one column late (a padding column leaks)
 
 
 def per_rank_cols(vocab, world):
@@ -88,7 +90,13 @@ class ShardedCrossEntropy(nn.Module):
         self.opts = opts
 
     def forward(self, logits, target):
-        if self.opts.mask_padding and self.real < self.end - self.start:
+        if self.opts.where_mask:
+            # Megatron-style padding mask from Python ints: the export folds it
+            # into a constant bool tensor (no Range left in the graph).
+            pad = torch.arange(self.end - self.start) >= self.real + int(self.opts.mask_late)
+            if self.opts.mask_padding:
+                logits = torch.where(pad, torch.tensor(float("-inf")), logits)
+        elif self.opts.mask_padding and self.real < self.end - self.start:
             logits = logits[..., :self.real]
         m = torch.amax(logits, dim=-1, keepdim=True)
         if self.opts.max_all_reduce:
@@ -152,6 +160,20 @@ def generate(out):
         ranks("ce_no_max_allreduce_tp2", 2, Options(max_all_reduce=False))
         ranks("ce_pad_unmasked_tp4", 4, Options(mask_padding=False))
         ranks("ce_target_offbyone_tp2", 2, Options(upper_inclusive=True))
+
+
+def generate_where(out):
+    """The padding masked with Where(mask, -inf, logits) on every rank, the
+    mask a constant the export folds (all False on ranks 0-2, [F, T, T] on
+    rank 3); the same ranks without the Where, and with the mask one column
+    late ([F, F, T] on rank 3: a padding column leaks). Seeded on a forked RNG."""
+    with torch.random.fork_rng():
+        torch.manual_seed(61)
+        for name, opts in (("ce_pad_where_tp4", Options(where_mask=True)),
+                           ("ce_pad_where_unmasked_tp4", Options(where_mask=True, mask_padding=False)),
+                           ("ce_pad_where_late_tp4", Options(where_mask=True, mask_late=True))):
+            for r in range(4):
+                export_model(VocabParallelCrossEntropy(4, r, opts), f"{out}/lmhead_{name}_rank{r}.onnx")
 
 
 def generate_worlds(out):
