@@ -127,12 +127,33 @@ static std::optional<std::pair<Expr, bool>> splitPoint(const Expr &cond, const s
     return std::nullopt;
   auto [op, a, b] = *cmp;
   auto aff = (a - b).simplify().affineIn(k);
-  if (!aff || (aff->first != 1 && aff->first != -1))
+  if (!aff || aff->first == 0)
     return std::nullopt;
+  using C = Expr::Cmp;
+  if (aff->first != 1 && aff->first != -1) {
+    // c*k + r OP 0 with |c| > 1 (a row of a shard padded to a multiple: 2*k
+    // < seq + 1): over the integers, c*k + r < 0 <=> k < ceil(-r / c) for c > 0.
+    int64_t c = aff->first;
+    Expr r = aff->second;
+    if (c < 0) { // -c*k - r flips the comparison
+      c = -c;
+      r = -r;
+      op = op == C::LT ? C::GT : op == C::LE ? C::GE : op == C::GT ? C::LT : op == C::GE ? C::LE : op;
+    }
+    Expr cc = Expr::intConst(c), lt = smt::ceilDiv(-r, cc), le = smt::ceilDiv(Expr::intConst(1) - r, cc);
+    std::optional<std::pair<Expr, bool>> out;
+    switch (op) {
+    case C::LT: out = {lt, true}; break;  // c*k + r < 0
+    case C::LE: out = {le, true}; break;  // c*k + r - 1 < 0
+    case C::GT: out = {le, false}; break; // not (c*k + r <= 0)
+    case C::GE: out = {lt, false}; break; // not (c*k + r < 0)
+    default: return std::nullopt;
+    }
+    return std::make_pair(out->first.simplify(), negate ? !out->second : out->second);
+  }
   Expr rest = aff->second;
   Expr m;
   bool less;
-  using C = Expr::Cmp;
   if (aff->first == 1) { // k + rest OP 0
     switch (op) {
     case C::LT: m = -rest; less = true; break;
@@ -694,13 +715,26 @@ std::optional<Expr> Prover::firstDifference(const Term &a, const Term &b, int le
     return split(a, true);
   if (b->kind == TermKind::Select)
     return split(b, false);
-  auto diff = [&]() -> std::optional<Expr> { return pathCond(); };
   // -(x - y) and y - x: compare linear combinations with constants distributed.
   if (a->kind == TermKind::Apply || b->kind == TermKind::Apply) {
     Term da = distributeConstants(a), db = distributeConstants(b);
     if (!sameTerm(da, a) || !sameTerm(db, b))
       return firstDifference(da, db, level);
   }
+  std::optional<Expr> d = nodeDifference(a, b, level);
+  // Not the same shape, but perhaps the same linear combination (Linear.cpp).
+  if (d && (a->kind == TermKind::Sum || isAddTerm(a) || b->kind == TermKind::Sum || isAddTerm(b))) {
+    if (linearDepth_ == 0)
+      linearBudget_ = 256;
+    if (equalAsLinear(a, b, level))
+      return std::nullopt;
+  }
+  return d;
+}
+
+// a and b compared node by node (neither is a Select).
+std::optional<Expr> Prover::nodeDifference(const Term &a, const Term &b, int level) {
+  auto diff = [&]() -> std::optional<Expr> { return pathCond(); };
   if (a->kind != b->kind || a->args.size() != b->args.size())
     return diff();
   switch (a->kind) {
@@ -736,6 +770,8 @@ std::optional<Expr> Prover::firstDifference(const Term &a, const Term &b, int le
 }
 
 bool Prover::equal(const Term &a, const Term &b, int level) { return !firstDifference(a, b, level); }
+
+bool Prover::isAddTerm(const Term &t) { return t->kind == TermKind::Apply && t->fn == Fn::Add; }
 
 ClassId Prover::highestComputed(const Term &t, const ClassTable &classes) {
   std::vector<ClassId> reads;

@@ -25,6 +25,10 @@ struct Region {
   Term term;       // the covered term there
 };
 
+/// `t` with products distributed over sums and sums over a range split at
+/// their addends (real arithmetic, exact); nullopt past 64 addends.
+std::optional<Term> expandLinear(const Term &t);
+
 class Prover {
 public:
   Prover(smt::Solver &solver, ClassTable &classes) : solver_(solver), classes_(classes) {}
@@ -78,6 +82,12 @@ public:
   uint64_t rewriteSteps() const { return rewriteSteps_; }
 
 private:
+  std::optional<smt::Expr> nodeDifference(const Term &a, const Term &b, int level);
+  static bool isAddTerm(const Term &t);
+  /// a == b as linear combinations of addends (Linear.cpp).
+  bool equalAsLinear(const Term &a, const Term &b, int level);
+  std::vector<Term> mergeAdjacentSums(std::vector<Term> xs, int level);
+  unsigned linearDepth_ = 0, linearBudget_ = 0;
   smt::Expr simplifyConjuncts(const smt::Expr &c);
   std::optional<smt::Expr> innerSplitPoint(const Term &body, const std::string &k, const smt::Expr &lo, const smt::Expr &hi);
   Term normalizeSum(const Term &t, int level);
