@@ -54,11 +54,11 @@ static std::vector<ClassId> maskedLeaves(const ClassTable &classes, ClassId c) {
 // on every rank); on a shorter axis of a rank's own class, chunk `rank` of it
 // (a reduce-scatter hands rank r the r-th of P equal chunks, in rank order),
 // inside that chunk. Only a guess: the caller proves the values equal there.
-static bool maskedSumSite(Prover &p, const ClassInfo &ci, const IndexVec &iv, IndexVec &at, Expr &region) {
+bool Prover::sumSite(const ClassInfo &ci, const IndexVec &iv, IndexVec &at, Expr &region) {
   std::vector<Expr> inChunk;
   for (size_t d = 0; d < iv.size(); ++d) {
     const Expr &n = ci.shape.dims[d];
-    if (p.implies(iv[d] < n, "masked.bounds")) {
+    if (implies(iv[d] < n, "masked.bounds")) {
       at.push_back(iv[d]);
       continue;
     }
@@ -69,7 +69,7 @@ static bool maskedSumSite(Prover &p, const ClassInfo &ci, const IndexVec &iv, In
     inChunk.push_back(first <= iv[d]);
     inChunk.push_back(iv[d] < first + n);
   }
-  region = p.simplifyCond(smt::conj(inChunk));
+  region = simplifyCond(smt::conj(inChunk));
   return true;
 }
 
@@ -92,7 +92,7 @@ std::optional<Term> Prover::tryMaskedSum(const Term &t, int level) {
     const ClassInfo &ci = classes_[c];
     IndexVec iv = indexVars("i", static_cast<unsigned>(ci.shape.rank())), at;
     Expr region;
-    if (!maskedSumSite(*this, ci, iv, at, region))
+    if (!sumSite(ci, iv, at, region))
       continue;
     if (auto b = region.asBool(); b && !*b)
       continue;

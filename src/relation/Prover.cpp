@@ -663,6 +663,11 @@ Term Prover::cover(const Term &t, int level, unsigned &matches) {
   }
   if (auto r = tryMatch(t, level, matches))
     return *r;
+  // Scores of rotated q and k that a rank computes with other angles.
+  if (auto r = tryRotaryMatch(t, level)) {
+    ++matches;
+    return *r;
+  }
   // No class computes the whole term: cover its parts, then try again (a sum of
   // matched partial products may be a collective's output).
   Term rebuilt;

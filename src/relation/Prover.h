@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace shardproof::relation {
@@ -74,6 +75,14 @@ public:
   static ClassId highestComputed(const Term &t, const ClassTable &classes);
   Term expandClass(const Term &t, ClassId c, int level);
 
+  /// `t` in the rotary normal form (Trig.cpp): a polynomial with Cos/Sin
+  /// expanded by angle addition, equal reductions added into one,
+  /// sin^2 = 1 - cos^2; nullopt when it has none (inexact coefficients, too
+  /// large). Every step is an identity over the reals.
+  std::optional<Term> trigCanonical(const Term &t);
+  /// Equality with Add/Mul operands compared as multisets, indices under the path.
+  bool acEqual(const Term &a, const Term &b);
+
   smt::Solver &solver() { return solver_; }
   /// Terms larger than this are compared as they are, not normalized first.
   void setMaxTermNodes(size_t n) { maxTermNodes_ = n; }
@@ -97,6 +106,15 @@ private:
   /// `t`, a Select on data (token ids), as one read of a class that sums
   /// masked rank tensors whose masks the ids partition (MaskedSum.cpp).
   std::optional<Term> tryMaskedSum(const Term &t, int level);
+  /// `t`, attention scores of rotated q and k, as reads of a rank class
+  /// whose scores are the same once both are expanded to their Cos/Sin and
+  /// brought to the rotary normal form (Trig.cpp).
+  std::optional<Term> tryRotaryMatch(const Term &t, int level);
+  bool rotaryClass(ClassId c, std::unordered_set<ClassId> &seen) const;
+  Term expandRotary(const Term &t, int level, bool angle, size_t &budget);
+  /// Where class `ci` holds the reference element at `iv` (the same index, or
+  /// on a shorter axis of a rank's class its chunk); `region` bounds the chunk.
+  bool sumSite(const ClassInfo &ci, const ir::IndexVec &iv, ir::IndexVec &at, smt::Expr &region);
   /// `t` with reads of class `c` replaced by its definition (one layer).
   Term expandAt(const Term &t, ClassId c, int level) const;
   std::vector<std::vector<ClassId>> maskedSums_; // per class: leaf reads of a masked sum's addends

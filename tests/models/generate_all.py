@@ -44,6 +44,7 @@ def main():
     split.generate(out)
     padding.generate(out)
     rope.generate(out)
+    rope.generate_shifted(out)
     intsplit.generate(out)
     varlen.generate(out)
     stepped.generate(out)

@@ -20,6 +20,13 @@ Two distributions:
 Bug: rope_sp_no_offset, rank 1 builds positions 0 .. seq_local - 1 (it forgot
 its shard start) for the rotary tables; its causal mask still uses the right
 positions, so only the rotary module is wrong.
+
+Shifted positions (rope_shift_tp2): a tensor-parallel attention (heads split
+over 2 ranks) whose rank r rotates BOTH q and k by the angles of positions
+shifted by 7 * (r + 1) (a position base carried over from elsewhere). Rotary
+scores depend only on the difference of the two positions,
+cos(a)cos(b) + sin(a)sin(b) = cos(a - b), so the attention is unchanged.
+Bug: rope_shift_q_only, the ranks shift only the queries' positions.
 """
 import math
 
@@ -71,6 +78,30 @@ class TpAttention(llama.Attention):
         v = self.split_heads(self.own_kv(self.v_proj(x)), b, s, self.kv_heads)
         cos, sin = self.rotary_emb(s, 0)
         q, k = llama.apply_rotary(q, cos, sin), llama.apply_rotary(k, cos, sin)
+        n_rep = self.heads // self.kv_heads
+        k, v = llama.repeat_kv(k, n_rep), llama.repeat_kv(v, n_rep)
+        att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(llama.HEAD_DIM)
+        att = att + torch.triu(torch.full((s, s), float("-inf")), diagonal=1)
+        o = torch.matmul(torch.softmax(att, dim=-1), v)
+        return self.o_proj(o.transpose(1, 2).reshape(b, s, self.heads * llama.HEAD_DIM))
+
+
+class ShiftedTpAttention(TpAttention):
+    """TpAttention whose queries are rotated by positions q_shift .. q_shift +
+    s - 1 and keys by k_shift .. k_shift + s - 1 (a single rotary module)."""
+
+    def __init__(self, world, q_shift, k_shift):
+        super().__init__(world)
+        self.q_shift, self.k_shift = q_shift, k_shift
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q = self.split_heads(self.q_proj(x), b, s, self.heads)
+        k = self.split_heads(self.k_proj(x), b, s, self.kv_heads)
+        v = self.split_heads(self.v_proj(x), b, s, self.kv_heads)
+        q_cos, q_sin = self.rotary_emb(s, self.q_shift)
+        k_cos, k_sin = self.rotary_emb(s, self.k_shift)
+        q, k = llama.apply_rotary(q, q_cos, q_sin), llama.apply_rotary(k, k_cos, k_sin)
         n_rep = self.heads // self.kv_heads
         k, v = llama.repeat_kv(k, n_rep), llama.repeat_kv(v, n_rep)
         att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(llama.HEAD_DIM)
@@ -144,6 +175,19 @@ def generate(out):
             _export(SpAttention(2, r), f"{out}/rope_sp2_rank{r}.onnx", "seq_local")
             _export(SpAttention(2, r, rope_offset_ok=r != 1), f"{out}/rope_sp_no_offset_rank{r}.onnx",
                     "seq_local")
+
+
+def generate_shifted(out):
+    """rope_shift_tp2 (q and k shifted alike on each rank) and
+    rope_shift_q_only (only q shifted), against rope_shift_ref.onnx. Seeded
+    on a forked RNG."""
+    with torch.random.fork_rng():
+        torch.manual_seed(17)
+        _export(TpAttention(), f"{out}/rope_shift_ref.onnx", "seq")
+        for r in range(2):
+            shift = 7 * (r + 1)
+            _export(ShiftedTpAttention(2, shift, shift), f"{out}/rope_shift_tp2_rank{r}.onnx", "seq")
+            _export(ShiftedTpAttention(2, shift, 0), f"{out}/rope_shift_q_only_rank{r}.onnx", "seq")
 
 
 def generate_worlds(out):
