@@ -25,7 +25,7 @@ struct Evaluator {
   const Replayer::LeafSet *keepReads = nullptr; // see Replayer::perturbUnread
   Replayer::ElementReads *elementReads = nullptr; // see Replayer::recordElementReads
   std::vector<Replayer::Element> computing;       // compute elements being evaluated, innermost last
-  static constexpr size_t kMaxRecordedReads = 1'000'000;
+  static constexpr size_t kMaxRecordedReads = 200'000;
   size_t recordedReads = 0;
   std::vector<double> *seenValues = nullptr; // see Replayer::recordValues
 

@@ -63,7 +63,7 @@ std::string describeRankNode(const RegionNode &n) {
 
 // Whether `v` is among the (sorted) values the reference computes. A zero is
 // no evidence: masks and clamps produce it on both sides.
-bool implied(double v, const std::vector<double> &refValues) {
+static bool implied(double v, const std::vector<double> &refValues) {
   if (!std::isfinite(v) || v == 0)
     return false;
   double tol = 1e-9 * (1 + std::abs(v));
@@ -184,6 +184,8 @@ void Session::localizeDeparture(Failure &f, const Term &expected, const Term &ac
   if (departs)
     f.message += "; it departs from the reference at " + where + ": of the " + count + " " + between +
                  ", it is the first whose value there is none the reference computes from them";
+  else if (nodes.size() == 1)
+    f.message += "; it departs from the reference at " + where + ", the only rank node " + between;
   else
     f.message += "; it departs from the reference in the " + count + " " + between + ", starting at " + where;
   if (!module.empty())
