@@ -188,10 +188,13 @@ void Session::localizeDeparture(Failure &f, const Term &expected, const Term &ac
     f.message += "; it departs from the reference at " + where + ", the only rank node " + between;
   else
     f.message += "; it departs from the reference in the " + count + " " + between + ", starting at " + where;
-  if (!module.empty())
+  // A module the reference has is already named by its node without a
+  // relation; one only the ranks have becomes the failure's module (and the
+  // headline's, see Session::decide).
+  if (rankOnly) {
     f.module = module;
-  if (rankOnly)
     departsInRankOnlyModule.insert(f.tensor);
+  }
 }
 
 } // namespace shardproof::relation
