@@ -339,6 +339,7 @@ llvm::Expected<OutputResult> Session::checkClaim(int id, const spec::Placement &
                                    *w->leakValue)
                          .str();
       }
+      localizeDeparture(f, a0, b0);
     } else {
       // No difference on numbers: try to prove equality by unfolding rank
       // tensors into their definitions (Propose.cpp).
@@ -450,21 +451,26 @@ void Session::decide() {
     result.failures = keep;
   }
   // The failure to show first. REFUTED: a size obligation the implementation
-  // breaks (the root cause when present), then the first reference node without
-  // a relation, then output mismatches. UNKNOWN: what stopped the
-  // reasoning (an unsupported node, a solver limit); the missing relations
-  // downstream of it are consequences.
+  // breaks (the root cause when present), then an output whose replayed
+  // difference starts in a module only the ranks have (the reference node
+  // without a relation is then often only a different decomposition), then
+  // the first reference node without a relation, then output mismatches.
+  // UNKNOWN: what stopped the reasoning (an unsupported node, a solver limit);
+  // the missing relations downstream of it are consequences.
   bool unknownFirst = result.verdict == Verdict::Unknown;
   std::stable_sort(result.failures.begin(), result.failures.end(), [&](const Failure &a, const Failure &b) {
     auto rankOf = [&](const Failure &f) {
       switch (f.kind) {
-      case Failure::NoRelation: return unknownFirst ? 3 : 1;
-      case Failure::Obligation: return unknownFirst ? 2 : (f.refOp == "reference" ? 3 : 0);
-      case Failure::OutputMismatch: return unknownFirst ? 4 : 2;
-      case Failure::Unsupported: return unknownFirst ? 0 : 3;
-      case Failure::SolverUnknown: return unknownFirst ? 1 : 4;
+      case Failure::NoRelation: return unknownFirst ? 3 : 2;
+      case Failure::Obligation: return unknownFirst ? 2 : (f.refOp == "reference" ? 4 : 0);
+      case Failure::OutputMismatch:
+        if (!unknownFirst && f.cex && f.cex->replayed && departsInRankOnlyModule.count(f.tensor))
+          return 1;
+        return unknownFirst ? 4 : 3;
+      case Failure::Unsupported: return unknownFirst ? 0 : 4;
+      case Failure::SolverUnknown: return unknownFirst ? 1 : 5;
       }
-      return 5;
+      return 6;
     };
     return rankOf(a) < rankOf(b);
   });

@@ -23,6 +23,32 @@ struct Evaluator {
   std::optional<int64_t> intOffset;          // see Replayer
   Replayer::LeafSet *recordReads = nullptr;      // see Replayer::recordLeafReads
   const Replayer::LeafSet *keepReads = nullptr; // see Replayer::perturbUnread
+  Replayer::ElementReads *elementReads = nullptr; // see Replayer::recordElementReads
+  std::vector<Replayer::Element> computing;       // compute elements being evaluated, innermost last
+  static constexpr size_t kMaxRecordedReads = 200'000;
+  size_t recordedReads = 0;
+  std::vector<double> *seenValues = nullptr; // see Replayer::recordValues
+
+  // Values of the evaluated term's own subterms (not of class definitions):
+  // each result and, for a sum or product of a few terms, every partial one,
+  // since normalization flattens (a - m) - l into one sum of three.
+  void see(const Term &t, const std::vector<double> &a, double v) {
+    if (!seenValues || depth > 0)
+      return;
+    seenValues->push_back(v);
+    bool add = t->kind == TermKind::Apply && t->fn == Fn::Add, mul = t->kind == TermKind::Apply && t->fn == Fn::Mul;
+    if ((!add && !mul) || a.size() < 3 || a.size() > 5)
+      return;
+    for (unsigned mask = 1; mask + 1 < (1u << a.size()); ++mask) {
+      if (__builtin_popcount(mask) < 2)
+        continue;
+      double x = add ? 0 : 1;
+      for (size_t i = 0; i < a.size(); ++i)
+        if (mask >> i & 1)
+          x = add ? x + a[i] : x * a[i];
+      seenValues->push_back(x);
+    }
+  }
 
   // Work left before giving up; `incomplete` then says the number means nothing.
   uint64_t budget = 50'000'000;
@@ -100,6 +126,10 @@ struct Evaluator {
         return NAN;
       }
     }
+    if (elementReads && recordedReads < kMaxRecordedReads) {
+      Replayer::Element parent = computing.empty() ? Replayer::Element{Replayer::kRoot, {}} : computing.back();
+      recordedReads += (*elementReads)[parent].insert({c, idx}).second;
+    }
     switch (ci.kind) {
     case ClassInfo::Leaf:
       if (ci.abstractedReference) {
@@ -135,7 +165,11 @@ struct Evaluator {
       for (size_t d = 0; d < idx.size(); ++d)
         env["u!" + std::to_string(d)] = idx[d];
       ++depth;
+      if (elementReads)
+        computing.push_back(key);
       double v = eval(ci.def);
+      if (elementReads)
+        computing.pop_back();
       --depth;
       env = saved;
       memo[key] = v;
@@ -199,7 +233,9 @@ struct Evaluator {
           return NAN;
         idx.push_back(v);
       }
-      return read(t->cls, idx);
+      double v = read(t->cls, idx);
+      see(t, {}, v);
+      return v;
     }
     case TermKind::Select: return cond(t->cond) ? eval(t->args[0]) : eval(t->args[1]);
     case TermKind::Sum: {
@@ -216,6 +252,7 @@ struct Evaluator {
         s = t->red == Fn::Max2 ? std::max(s, x) : t->red == Fn::Min2 ? std::min(s, x) : s + x;
       }
       env.erase(k);
+      see(t, {}, s);
       return s;
     }
     case TermKind::Apply: break;
@@ -223,6 +260,12 @@ struct Evaluator {
     std::vector<double> a;
     for (auto &x : t->args)
       a.push_back(eval(x));
+    double v = apply(t, a);
+    see(t, a, v);
+    return v;
+  }
+
+  double apply(const Term &t, const std::vector<double> &a) {
     switch (t->fn) {
     case Fn::Add: { double s = 0; for (double x : a) s += x; return s; }
     case Fn::Mul: { double p = 1; for (double x : a) p *= x; return p; }
@@ -277,6 +320,13 @@ double Replayer::at(const Term &t, const std::vector<int64_t> &idx) {
 
 void Replayer::recordLeafReads(LeafSet *out) { impl_->e.recordReads = out; }
 void Replayer::perturbUnread(const LeafSet *keep) { impl_->e.keepReads = keep; }
+void Replayer::recordElementReads(ElementReads *out) { impl_->e.elementReads = out; }
+void Replayer::recordValues(std::vector<double> *out) { impl_->e.seenValues = out; }
+std::optional<double> Replayer::element(const Element &e) const {
+  auto it = impl_->e.memo.find(e);
+  return it == impl_->e.memo.end() ? std::nullopt : std::optional<double>(it->second);
+}
+bool Replayer::recordedAllReads() const { return impl_->e.recordedReads < Evaluator::kMaxRecordedReads; }
 
 bool Replayer::complete() const { return !impl_->e.incomplete; }
 

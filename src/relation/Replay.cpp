@@ -326,6 +326,7 @@ std::optional<Counterexample> Session::searchWitness(const Expr &region, int out
             cex.leakValue = *moved;
         if (offset)
           cex.intInputs = describeIntStrategy(sizes, *offset);
+        cex.intOffset = offset;
         smt::Model at;
         for (auto &[n, v] : sizes)
           at.values.push_back({n, v});

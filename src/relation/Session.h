@@ -168,6 +168,14 @@ struct Session {
   /// check --sample: executes the reference graph and the rank side of every
   /// output at random admissible sizes and compares (Replay.cpp).
   void sampleCheck();
+  /// Under a replayed output difference, names where the implementation
+  /// departs: the rank nodes between the tensors proven equal to the
+  /// reference's and the failing element (Localize.cpp). Only what the failure
+  /// blames changes, never a verdict.
+  void localizeDeparture(Failure &f, const Term &expected, const Term &actual);
+  /// Outputs whose departure starts in a module only the ranks have: their
+  /// mismatch is shown before a reference node without a relation.
+  std::set<std::string> departsInRankOnlyModule;
 };
 
 /// Shard r's size of an axis of length n under the placement's split policy
@@ -208,6 +216,19 @@ public:
   using LeafSet = std::set<std::pair<std::string, std::vector<int64_t>>>;
   void recordLeafReads(LeafSet *out);
   void perturbUnread(const LeafSet *keep);
+  /// Which class elements each computed element read (kRoot: the evaluated
+  /// term itself), recorded into `out` while set: the cone of an element.
+  using Element = std::pair<ClassId, std::vector<int64_t>>;
+  static constexpr ClassId kRoot = static_cast<ClassId>(-1);
+  using ElementReads = std::map<Element, std::set<Element>>;
+  void recordElementReads(ElementReads *out);
+  /// False when the cone outgrew what is recorded (then it is partial).
+  bool recordedAllReads() const;
+  /// Values of the evaluated term's own subterms (partial sums and products
+  /// included), recorded into `out` while set; class definitions excluded.
+  void recordValues(std::vector<double> *out);
+  /// A computed element's value, if this replayer evaluated it.
+  std::optional<double> element(const Element &e) const;
   /// False once the work budget ran out or an index could not be evaluated:
   /// the numbers are then meaningless.
   bool complete() const;

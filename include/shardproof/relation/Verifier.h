@@ -41,6 +41,8 @@ struct Counterexample {
   /// How integer inputs with a `values` range were filled when not at random
   /// ("every element of input_ids is 5"); empty for the seeded random draw.
   std::string intInputs;
+  /// The same as the fill value's offset in its range (nullopt: seeded random).
+  std::optional<int64_t> intOffset;
   /// The implementation's number again with only the leaf elements no
   /// reference input reads changed (padding, or what lies outside every
   /// placed slice). Set when it differs from actualValue: content the
