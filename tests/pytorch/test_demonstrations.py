@@ -162,16 +162,23 @@ class TrainingStep(Demonstration):
         self.assertIn("grad:model.mlp.dense_h_to_4h.weight: VERIFIED", report)
         self.assertIn("CONFIRMED: the two numbers differ", report)
 
-    def test_llama_layer_step_proves_every_gradient_it_decides_and_refutes_none(self):
-        # Rotary halves and grouped-query heads: every weight's gradient is
-        # proven; the input RMSNorm's (q, k, v input gradients summed over the
-        # ranks) is UNKNOWN today, never REFUTED.
+    def test_llama_layer_step_proves_every_gradient(self):
+        # Rotary halves and grouped-query heads. The input RMSNorm's gradient
+        # (q, k and v input gradients summed over the ranks) was UNKNOWN until
+        # sums over ranks were compared as linear combinations.
         code, report = three_commands("training.py:llama_tp_step", 2, train=True)
-        self.assertEqual(code, 2, report)
+        self.assertEqual(code, 0, report)
         for p in ("q_proj", "k_proj", "v_proj", "o_proj"):
             self.assertIn(f"grad:model.self_attn.{p}.weight: VERIFIED", report)
-        self.assertIn("grad:model.post_attention_layernorm.weight: VERIFIED", report)
-        self.assertNotIn("REFUTED", report)
+        for norm in ("input_layernorm", "post_attention_layernorm"):
+            self.assertIn(f"grad:model.{norm}.weight: VERIFIED", report)
+
+    def test_llama_layer_step_without_fs_backward_all_reduce_is_refuted(self):
+        code, report = three_commands("training.py:llama_tp_step_f_without_reduce", 2, train=True)
+        self.assertEqual(code, 1, report)
+        self.assertIn("grad:model.input_layernorm.weight: REFUTED", report)
+        self.assertIn("CONFIRMED", report)
+        self.assertIn("the reduction is missing", report)
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):

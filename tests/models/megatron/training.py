@@ -159,6 +159,10 @@ def llama_tp_step():
     return with_loss(llama._case())
 
 
+def llama_tp_step_f_without_reduce():
+    return with_loss(llama._case(bugs={"f_backward_without_all_reduce"}))
+
+
 class TokenLossSum(nn.Module):
     """The wrapped model's per-token losses, summed: the training step's loss."""
 
