@@ -329,5 +329,6 @@ std::optional<double> Replayer::element(const Element &e) const {
 bool Replayer::recordedAllReads() const { return impl_->e.recordedReads < Evaluator::kMaxRecordedReads; }
 
 bool Replayer::complete() const { return !impl_->e.incomplete; }
+void Replayer::setBudget(uint64_t steps) { impl_->e.budget = steps; }
 
 } // namespace shardproof::relation

@@ -21,6 +21,11 @@ using namespace ir;
 
 namespace {
 
+// Term steps for each of the two evaluations: localization only names the
+// failure, so past this (a big reference term evaluated element by element
+// took 30 s on gpt_mask_rank1_tp2) the old blame stays.
+constexpr uint64_t kLocalizeSteps = 2'000'000;
+
 // One rank node of the region, in graph order.
 struct RegionNode {
   int index = 0; // position in its rank graph (topological)
@@ -78,6 +83,7 @@ void Session::localizeDeparture(Failure &f, const Term &expected, const Term &ac
   std::map<std::string, int64_t> sizes(cex.sizes.begin(), cex.sizes.end());
   Replayer::ElementReads reads;
   Replayer rp(classes, sizes, cex.intOffset);
+  rp.setBudget(kLocalizeSteps);
   rp.recordElementReads(&reads);
   rp.at(actual, cex.index);
   if (!rp.complete() || !rp.recordedAllReads())
@@ -133,6 +139,7 @@ void Session::localizeDeparture(Failure &f, const Term &expected, const Term &ac
   std::vector<double> refVals;
   {
     Replayer rq(classes, sizes, cex.intOffset);
+    rq.setBudget(kLocalizeSteps);
     rq.recordValues(&refVals);
     rq.at(expected, cex.index);
     if (!rq.complete())

@@ -232,6 +232,8 @@ public:
   /// False once the work budget ran out or an index could not be evaluated:
   /// the numbers are then meaningless.
   bool complete() const;
+  /// Term steps this replayer may take before it gives up (default 50M).
+  void setBudget(uint64_t steps);
 
 private:
   struct Impl;
