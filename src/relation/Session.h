@@ -88,6 +88,11 @@ struct Session {
   /// (replicated, partial or one shard axis), when that is proven.
   std::optional<Term> proposeByName(int id);
   void labelProvenOutput(const std::string &name, const spec::Placement &pl);
+  /// Whether `a` and `b` (element terms of a tensor of `shape`) differ on
+  /// numbers at the smallest admissible sizes, at a few elements.
+  bool differsOnNumbers(const Term &a, const Term &b, const ir::Shape &shape);
+  /// The smallest admissible sizes (computed once; empty if none).
+  std::optional<std::map<std::string, int64_t>> smallestSizes;
   /// Unfolds rank tensors into their definitions, one layer at a time, until
   /// `a` and `b` are proven equal (nullopt) or the unfolding stops (the
   /// difference left).
