@@ -319,12 +319,17 @@ std::optional<Term> Prover::tryMatch(const Term &t, int level, unsigned &matches
   if (wholeOnly && !complete)
     return std::nullopt;
   ++matches;
-  Term result = t;
-  if (!covered && complete)
-    result = pieces.back().second, pieces.pop_back();
+  return selectChain(std::move(pieces), !covered && complete ? nullptr : t);
+}
+
+Term Prover::selectChain(std::vector<std::pair<Expr, Term>> pieces, Term otherwise) {
+  if (!otherwise) {
+    otherwise = pieces.back().second;
+    pieces.pop_back();
+  }
   for (auto it = pieces.rbegin(); it != pieces.rend(); ++it)
-    result = mkSelect(it->first, it->second, result);
-  return result;
+    otherwise = mkSelect(it->first, it->second, otherwise);
+  return otherwise;
 }
 
 Term Prover::cover(const Term &t, int level, unsigned &matches) {

@@ -117,11 +117,7 @@ std::optional<Term> Prover::tryMaskedSum(const Term &t, int level) {
   // cover every index on the path.
   if (pieces.empty() || feasible(remaining, "masked.rest"))
     return std::nullopt;
-  Term result = pieces.back().second;
-  pieces.pop_back();
-  for (auto it = pieces.rbegin(); it != pieces.rend(); ++it)
-    result = mkSelect(it->first, it->second, result);
-  return result;
+  return selectChain(std::move(pieces));
 }
 
 // --- Columns masked with -inf ----------------------------------------------------

@@ -73,6 +73,10 @@ public:
   /// highest-numbered computed class read in `t` (one layer); false if none.
   bool expandHighest(Term &t, ClassId &highest);
   static ClassId highestComputed(const Term &t, const ClassTable &classes);
+  /// Regions and their terms as one term: the first piece whose region holds;
+  /// where none does, `otherwise`, or when null the last piece's term (whose
+  /// region is then what the others leave).
+  static Term selectChain(std::vector<std::pair<smt::Expr, Term>> pieces, Term otherwise = nullptr);
   Term expandClass(const Term &t, ClassId c, int level);
 
   /// `t` in the rotary normal form (Trig.cpp): a polynomial with Cos/Sin

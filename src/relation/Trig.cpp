@@ -571,11 +571,7 @@ std::optional<Term> Prover::tryRotaryMatch(const Term &t, int level) {
   }
   if (pieces.empty() || feasible(remaining, "rotary.rest"))
     return std::nullopt;
-  Term result = pieces.back().second;
-  pieces.pop_back();
-  for (auto it = pieces.rbegin(); it != pieces.rend(); ++it)
-    result = mkSelect(it->first, it->second, result);
-  return result;
+  return selectChain(std::move(pieces));
 }
 
 } // namespace shardproof::relation
