@@ -58,6 +58,15 @@ struct Evaluator {
   // number is incomplete instead.
   static constexpr unsigned kMaxDepth = 2000;
   unsigned depth = 0;
+  // The depth bound assumes a frame size; the sanitizers' frames are larger
+  // (2,000 levels overflowed 8 MB under ASan). The stack used since the
+  // outermost `at` is bounded too: 4 MB, half of a thread's default.
+  static constexpr uintptr_t kMaxStackBytes = uintptr_t{4} << 20;
+  uintptr_t stackTop = 0; // frame address of the outermost Replayer::at
+  uintptr_t stackUsed() const {
+    auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    return stackTop > here ? stackTop - here : 0;
+  }
 
   std::optional<int64_t> lookup(const std::string &n) const {
     auto it = env.find(n);
@@ -157,7 +166,7 @@ struct Evaluator {
       auto key = std::make_pair(c, idx);
       if (auto it = memo.find(key); it != memo.end())
         return it->second;
-      if (depth >= kMaxDepth) {
+      if (depth >= kMaxDepth || stackUsed() > kMaxStackBytes) {
         incomplete = true;
         return NAN;
       }
@@ -315,6 +324,8 @@ Replayer::~Replayer() = default;
 double Replayer::at(const Term &t, const std::vector<int64_t> &idx) {
   for (size_t d = 0; d < idx.size(); ++d)
     impl_->e.env["i!" + std::to_string(d)] = idx[d];
+  // Stack depth is measured from here (the stack grows down on our targets).
+  impl_->e.stackTop = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   return impl_->e.eval(t);
 }
 
