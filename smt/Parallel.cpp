@@ -106,7 +106,10 @@ unsigned Solver::provePrefetch(const std::string &name, const std::vector<Expr> 
   for (auto &g : goals) {
     if (!g.isValid() || g.asBool())
       continue;
-    Expr f = !g;
+    Expr applied = facts_.apply(g); // as prove() will ask it
+    if (applied.asBool())
+      continue;
+    Expr f = !applied;
     if (!f.isValid() || cache_.count(f.id()) || !seen.insert(f.id()).second)
       continue;
     todo.push_back(f);

@@ -8,6 +8,7 @@
 // Each rule is applied bottom-up once, then Z3 simplifies the result again.
 #include "smt/Context.h"
 #include "smt/Expr.h"
+#include "smt/Poly.h"
 
 #include <unordered_map>
 
@@ -17,19 +18,9 @@
 namespace shardproof::smt {
 
 using detail::ctx;
+using namespace detail;
 
 namespace {
-
-Z3_decl_kind kindOf(Z3_ast a) {
-  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
-    return Z3_OP_UNINTERPRETED;
-  return Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a)));
-}
-
-unsigned numArgs(Z3_ast a) { return Z3_get_app_num_args(ctx(), Z3_to_app(ctx(), a)); }
-Expr argOf(Z3_ast a, unsigned i) { return Expr::fromRaw(Z3_get_app_arg(ctx(), Z3_to_app(ctx(), a), i)); }
-
-bool isDivMod(Z3_decl_kind k) { return k == Z3_OP_DIV || k == Z3_OP_IDIV || k == Z3_OP_MOD; }
 
 /// `x div c` or `x mod c` with a numeral c > 0: {x, c}.
 std::optional<std::pair<Expr, int64_t>> byConstant(const Expr &e, Z3_decl_kind want) {
@@ -41,78 +32,6 @@ std::optional<std::pair<Expr, int64_t>> byConstant(const Expr &e, Z3_decl_kind w
   if (!c || *c <= 0)
     return std::nullopt;
   return std::make_pair(argOf(e.raw(), 0), *c);
-}
-
-/// An integer expression as constant + sum of coef * atom (atoms by AST id).
-struct Linear {
-  int64_t constant = 0;
-  std::map<unsigned, std::pair<int64_t, Expr>> terms;
-  bool overflow = false; // a coefficient left int64: the terms are meaningless
-
-  // dst += a * b, noting an overflow instead of wrapping.
-  void addProduct(int64_t &dst, int64_t a, int64_t b) {
-    int64_t p;
-    overflow |= __builtin_mul_overflow(a, b, &p) || __builtin_add_overflow(dst, p, &dst);
-  }
-
-  void add(const Expr &e, int64_t scale) {
-    if (auto v = e.asInt()) {
-      addProduct(constant, scale, *v);
-      return;
-    }
-    Z3_ast a = e.raw();
-    switch (kindOf(a)) {
-    case Z3_OP_ADD:
-      for (unsigned i = 0; i < numArgs(a); ++i)
-        add(argOf(a, i), scale);
-      return;
-    case Z3_OP_SUB:
-      for (unsigned i = 0; i < numArgs(a); ++i)
-        add(argOf(a, i), i == 0 ? scale : -scale);
-      return;
-    case Z3_OP_UMINUS:
-      add(argOf(a, 0), -scale);
-      return;
-    case Z3_OP_MUL:
-      if (numArgs(a) == 2) {
-        int64_t scaled = 0;
-        if (auto c = argOf(a, 0).asInt()) {
-          addProduct(scaled, scale, *c);
-          return add(argOf(a, 1), scaled);
-        }
-        if (auto c = argOf(a, 1).asInt()) {
-          addProduct(scaled, scale, *c);
-          return add(argOf(a, 0), scaled);
-        }
-      }
-      break;
-    default:
-      break;
-    }
-    auto &slot = terms[e.id()];
-    if (!slot.second.isValid())
-      slot.second = e;
-    addProduct(slot.first, scale, 1);
-  }
-
-  Expr build() const {
-    Expr r = Expr::intConst(constant);
-    for (auto &[id, t] : terms)
-      if (t.first != 0)
-        r = r + (t.first == 1 ? t.second : t.second * t.first);
-    return r;
-  }
-};
-
-Linear linearOf(const Expr &e) {
-  Linear l;
-  l.add(e, 1);
-  if (!l.overflow)
-    return l;
-  // Sizes near int64's limits: `e` itself, as one atom, is still exact.
-  Linear atom;
-  atom.terms[e.id()] = {1, e};
-  return atom;
 }
 
 // (c*q + r) div|mod c -> q + (r div c) | (r mod c).
@@ -206,61 +125,6 @@ Expr compareDiv(Z3_decl_kind op, const Expr &lhs, const Expr &rhs, const Expr &o
     }
   }
   return orig;
-}
-
-bool hasDivMod(Z3_ast a, int depth = 0) {
-  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || depth > 64)
-    return false;
-  if (isDivMod(kindOf(a)))
-    return true;
-  for (unsigned i = 0; i < numArgs(a); ++i)
-    if (hasDivMod(Z3_get_app_arg(ctx(), Z3_to_app(ctx(), a), i), depth + 1))
-      return true;
-  return false;
-}
-
-// `e` with every argument replaced by f(argument) (kept in `args`); `e` itself
-// when no argument changes.
-template <class F>
-Expr mapArgs(const Expr &e, F f, std::vector<Expr> &args) {
-  Z3_ast a = e.raw();
-  unsigned n = numArgs(a);
-  std::vector<Z3_ast> raw;
-  bool changed = false;
-  for (unsigned i = 0; i < n; ++i) {
-    Expr x = argOf(a, i), y = f(x);
-    changed |= !y.same(x);
-    args.push_back(y);
-    raw.push_back(y.raw());
-  }
-  return changed ? Expr::fromRaw(Z3_update_term(ctx(), a, n, raw.data())) : e;
-}
-
-// A product as coefficient * atoms (by AST id, with repeats); nullopt on overflow.
-struct Monomial {
-  int64_t coef = 1;
-  std::map<unsigned, std::pair<int, Expr>> atoms; // id -> (power, atom)
-};
-
-bool factorInto(const Expr &e, Monomial &m) {
-  if (auto c = e.asInt()) {
-    int64_t r;
-    if (__builtin_mul_overflow(m.coef, *c, &r))
-      return false;
-    m.coef = r;
-    return true;
-  }
-  Z3_ast a = e.raw();
-  if (Z3_get_ast_kind(ctx(), a) == Z3_APP_AST && kindOf(a) == Z3_OP_MUL) {
-    for (unsigned i = 0; i < numArgs(a); ++i)
-      if (!factorInto(argOf(a, i), m))
-        return false;
-    return true;
-  }
-  auto &slot = m.atoms[e.id()];
-  slot.first += 1;
-  slot.second = e;
-  return true;
 }
 
 // (sum of monomials) div|mod (monomial) when every monomial is a multiple of

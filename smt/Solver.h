@@ -4,6 +4,7 @@
 #pragma once
 
 #include "smt/Expr.h"
+#include "smt/Facts.h"
 
 #include <chrono>
 #include <map>
@@ -74,7 +75,8 @@ public:
   /// Without `wantModel` a Sat answer carries no model (cheaper: Z3 builds none).
   CheckResult check(const std::string &name, const Expr &formula, bool wantModel = true);
   /// Does `goal` hold for every assignment satisfying the assumptions?
-  /// Constant-folded goals are answered without the solver.
+  /// Constant-folded goals (after the size facts' rewrites) are answered
+  /// without the solver.
   /// Without `wantCounterexample` a refutation carries no model.
   Proof prove(const std::string &name, const Expr &goal, bool wantCounterexample = true);
   /// Cheap entailment for simplification: true only if proved (Unknown -> false).
@@ -144,6 +146,9 @@ private:
   unsigned undecided_ = 0;
 
   std::vector<Expr> assumptions_;
+  /// Symbol bounds from the assumptions: goals are rewritten with them before
+  /// Z3 sees them (products of sizes cancelled, signs decided; Facts.h).
+  SizeFacts facts_;
   unsigned assumptionDegree_ = 0; // the largest Expr::degree() among them
   unsigned timeoutMs_;
   std::optional<std::chrono::steady_clock::time_point> deadline_;

@@ -92,7 +92,12 @@ void Session::checkObligations() {
     std::string where = po.rank >= 0 ? "rank " + std::to_string(po.rank) : "reference";
     if (p.status == smt::Proof::Unknown) {
       f.kind = Failure::SolverUnknown;
-      f.message = "could not decide that " + po.obl.what + " (" + where + "): " + p.reason;
+      // The formula itself: a nonlinear one the user can restate as a constraint.
+      std::string formula = cond.isValid() ? cond.simplify().str() : "";
+      if (formula.size() > 300)
+        formula = formula.substr(0, 297) + "...";
+      f.message = "could not decide that " + po.obl.what + " (" + where + "): " + p.reason +
+                  (formula.empty() ? "" : "; the obligation: " + formula);
     } else {
       f.message = po.obl.what + " fails (" + where + ")";
       Counterexample cex;
