@@ -1,4 +1,5 @@
 // Elementwise operators: unary functions, broadcast binary arithmetic, casts.
+#include "shardproof/ir/OpaqueFns.h"
 #include "shardproof/ir/Ops.h"
 
 #include <cmath>
@@ -136,17 +137,14 @@ llvm::Expected<OpResult> inferDivMod(const OpInputs &in) {
   return r;
 }
 
-// Folds numbers (as the graph computes them); otherwise the named function.
+// Folds integer numbers (as the graph computes them, ir/OpaqueFns); otherwise
+// the named function.
 Term divModLeaves(const char *name, const Term &a, const Term &b) {
   if (a->kind == TermKind::Const && b->kind == TermKind::Const && b->value != 0 &&
       a->value == std::trunc(a->value) && b->value == std::trunc(b->value) && std::abs(a->value) < 1e15 &&
-      std::abs(b->value) < 1e15) {
-    auto x = static_cast<int64_t>(a->value), y = static_cast<int64_t>(b->value);
-    int64_t q = x / y, rem = x % y;
-    if (std::string(name) == "Mod" && rem != 0 && ((rem < 0) != (y < 0)))
-      rem += y;
-    return mkConst(static_cast<double>(std::string(name) == "Div" ? q : rem));
-  }
+      std::abs(b->value) < 1e15)
+    if (auto v = evalOpaque(name, {a->value, b->value}))
+      return mkConst(*v);
   return mkApply(Fn::Opaque, {a, b}, name);
 }
 

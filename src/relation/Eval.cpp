@@ -3,6 +3,7 @@
 // values keyed by their label and index, so a replicated input reads the same
 // on every rank and in the reference.
 #include "Session.h"
+#include "shardproof/ir/OpaqueFns.h"
 
 #include <algorithm>
 #include <cmath>
@@ -188,44 +189,6 @@ struct Evaluator {
     return NAN;
   }
 
-  // ONNX integer Div (truncating), Mod (the divisor's sign) and FMod (C's
-  // fmod, also on floats), as the graph computes them; a zero divisor is NaN.
-  static double divMod(const std::string &op, double x, double y) {
-    if (y == 0 || std::isnan(x) || std::isnan(y))
-      return NAN;
-    if (x == std::trunc(x) && y == std::trunc(y) && std::abs(x) < 1e15 && std::abs(y) < 1e15) {
-      auto a = static_cast<int64_t>(x), b = static_cast<int64_t>(y);
-      int64_t r = a % b; // C++: truncating, the dividend's sign
-      if (op == "Mod" && r != 0 && ((r < 0) != (b < 0)))
-        r += b;
-      return static_cast<double>(op == "Div" ? a / b : r);
-    }
-    if (op == "Div")
-      return std::trunc(x / y);
-    double r = std::fmod(x, y);
-    if (op == "Mod" && r != 0 && ((r < 0) != (y < 0)))
-      r += y;
-    return r;
-  }
-
-  static std::optional<double> maskOp(const std::string &op, const std::vector<double> &a) {
-    auto b = [](bool x) { return x ? 1.0 : 0.0; };
-    if (a.size() == 2) {
-      if (op == "Equal") return b(a[0] == a[1]);
-      if (op == "Less") return b(a[0] < a[1]);
-      if (op == "Greater") return b(a[0] > a[1]);
-      if (op == "LessOrEqual") return b(a[0] <= a[1]);
-      if (op == "GreaterOrEqual") return b(a[0] >= a[1]);
-      if (op == "And") return b(a[0] != 0 && a[1] != 0);
-      if (op == "Or") return b(a[0] != 0 || a[1] != 0);
-    }
-    if (a.size() == 1 && op == "Not") return b(a[0] == 0);
-    if (a.size() == 1 && op == "Cast:bool") return b(a[0] != 0);
-    if (a.size() == 3 && op == "Where") return a[0] != 0 ? a[1] : a[2];
-    if (a.size() == 2 && (op == "Div" || op == "Mod" || op == "FMod")) return divMod(op, a[0], a[1]);
-    return std::nullopt;
-  }
-
   double eval(const Term &t) {
     if (budget == 0) {
       incomplete = true;
@@ -293,9 +256,8 @@ struct Evaluator {
     case Fn::Max2: return *std::max_element(a.begin(), a.end());
     case Fn::Min2: return *std::min_element(a.begin(), a.end());
     case Fn::Opaque: {
-      // Masks: comparisons, logic, Where and casts to bool compute what the
-      // graph computes (a mask built from data, a finite additive mask).
-      if (auto v = maskOp(t->name, a))
+      // Masks, integer Div/Mod, rounding: what the graph computes (ir/OpaqueFns).
+      if (auto v = evalOpaque(t->name, a))
         return *v;
       // An operator we do not model numerically: a fixed nonlinear function of
       // its arguments, the same on both sides.
