@@ -2,7 +2,7 @@
 // that a counterexample is real. Leaf tensors get deterministic pseudo-random
 // values keyed by their label and index, so a replicated input reads the same
 // on every rank and in the reference.
-#include "Session.h"
+#include "Replayer.h"
 #include "shardproof/ir/OpaqueFns.h"
 
 #include <algorithm>

@@ -30,7 +30,7 @@ std::optional<OpInputs> Session::gatherInputs(const Graph &g, const Node &n, con
       return true;
     if (!prover.implies(x >= Expr::intConst(0), "value.nonnegative"))
       return false;
-    provenNonNegative.push_back(x);
+    ints.provenNonNegative.push_back(x);
     return true;
   };
   in.inputValue = [this, &values, &n](unsigned i, const IndexVec &idx) -> std::optional<smt::Expr> {

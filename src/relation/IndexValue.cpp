@@ -4,7 +4,7 @@
 // functions of their indices, input_ids(b, s), bounded by the spec's `values`
 // range; comparisons become conditions, so `where(ids < start, 0, ids - start)`
 // is an index the solver can reason about.
-#include "Session.h"
+#include "IndexValues.h"
 
 #include <cmath>
 
@@ -46,7 +46,7 @@ std::optional<Expr> integerDivMod(const std::string &op, const Expr &a, const Ex
 // A constant read at a symbolic index (a folded padding mask, a causal-mask
 // buffer): the index condition its content equals, checked element by element
 // when recognised (ConstantMask.cpp); the read's index is inside the tensor.
-std::optional<Expr> Session::constantCondition(const ClassTable &table, const Term &t) const {
+std::optional<Expr> IndexValues::constantCondition(const ClassTable &table, const Term &t) const {
   const ClassInfo &ci = table[t->cls];
   std::optional<ConstantCondition> found;
   if (auto it = constantConditions.find(t->cls); &table == &classes && it != constantConditions.end())
@@ -67,7 +67,7 @@ std::optional<Expr> Session::constantCondition(const ClassTable &table, const Te
 // Counts that cannot be negative: numerals >= 0, index variables (they range
 // over [0, dim)), and the values proven >= 0 where their sum(k in [0, E): 1)
 // term was built (valueTerm, shapeValueTerm).
-bool Session::knownNonNegative(const Expr &e) const {
+bool IndexValues::knownNonNegative(const Expr &e) const {
   if (auto v = e.asInt())
     return *v >= 0;
   if (auto n = e.asVar())
@@ -79,9 +79,9 @@ bool Session::knownNonNegative(const Expr &e) const {
   return false;
 }
 
-std::string Session::valueFunction(ClassId c) const { return "val:" + classes[c].label; }
+std::string IndexValues::valueFunction(ClassId c) const { return "val:" + classes[c].label; }
 
-std::optional<Expr> Session::indexValue(const ClassTable &table, const Term &t, int depth) const {
+std::optional<Expr> IndexValues::indexValue(const ClassTable &table, const Term &t, int depth) const {
   if (depth > 64)
     return std::nullopt;
   auto sub = [&](const Term &x) { return indexValue(table, x, depth + 1); };

@@ -1,6 +1,6 @@
 // Rendering relation terms in the spec's relation language where possible:
 // `x`, `concat(h@0, h@1, axis=2)`, `sum(p@0, p@1)`; the raw term otherwise.
-#include "Session.h"
+#include "Render.h"
 
 #include <algorithm>
 #include <functional>
@@ -77,14 +77,14 @@ static void treeLeaves(const Term &t, std::vector<Term> &out) {
   out.push_back(t);
 }
 
-static std::optional<std::string> concatByPositions(const Session &S, const Namer &name, const Term &t, int axis) {
+static std::optional<std::string> concatByPositions(const ClassTable &classes, const Namer &name, const Term &t, int axis) {
   std::vector<Term> parts;
   treeLeaves(t, parts); // in the order the walk below numbers them
   int64_t total = 0;
   for (auto &p : parts) {
     if (p->kind != TermKind::Read || static_cast<size_t>(axis) >= p->idx.size())
       return std::nullopt;
-    auto n = S.classes[p->cls].shape.dims[axis].simplify().asInt();
+    auto n = classes[p->cls].shape.dims[axis].simplify().asInt();
     if (!n || *n <= 0)
       return std::nullopt;
     total += *n;
@@ -143,7 +143,7 @@ static std::optional<std::string> concatByPositions(const Session &S, const Name
   std::string s = "concat(";
   for (size_t k = 0; k < order.size(); ++k) {
     size_t j = order[k];
-    if (seen[j] != *S.classes[parts[j]->cls].shape.dims[axis].simplify().asInt())
+    if (seen[j] != *classes[parts[j]->cls].shape.dims[axis].simplify().asInt())
       return std::nullopt;
     s += (k ? ", " : "") + name(parts[j]->cls);
   }
@@ -152,7 +152,7 @@ static std::optional<std::string> concatByPositions(const Session &S, const Name
   return s + ", axis=" + std::to_string(axis) + ")";
 }
 
-static std::optional<std::string> renderRel(const Session &S, const Namer &name, const Term &t) {
+static std::optional<std::string> renderRel(const ClassTable &classes, const Namer &name, const Term &t) {
   switch (t->kind) {
   case TermKind::Read:
     if (identityExcept(t->idx, -1, nullptr))
@@ -171,7 +171,7 @@ static std::optional<std::string> renderRel(const Session &S, const Namer &name,
       return std::nullopt;
     std::string s = "sum(";
     for (size_t i = 0; i < t->args.size(); ++i) {
-      auto r = renderRel(S, name, t->args[i]);
+      auto r = renderRel(classes, name, t->args[i]);
       if (!r)
         return std::nullopt;
       s += (i ? ", " : "") + *r;
@@ -182,7 +182,7 @@ static std::optional<std::string> renderRel(const Session &S, const Namer &name,
     // A select tree whose conditions all test one index axis: read it off
     // position by position when the axis has a known length.
     if (auto a = selectAxis(t))
-      if (auto c = concatByPositions(S, name, t, *a))
+      if (auto c = concatByPositions(classes, name, t, *a))
         return c;
     // concat: a chain Select(i_a < m, X0, Select(i_a < m2, X1, ...)) of reads
     // shifted along one axis.
@@ -222,7 +222,7 @@ static std::optional<std::string> renderRel(const Session &S, const Namer &name,
     Expr next = Expr::intConst(0);
     std::string s = "concat(";
     for (size_t i = 0; i < placed.size(); ++i) {
-      const ClassInfo &ci = S.classes[placed[i].second->cls];
+      const ClassInfo &ci = classes[placed[i].second->cls];
       if (!placed[i].first.simplify().same(next.simplify()) || static_cast<size_t>(axis) >= ci.shape.rank())
         return std::nullopt;
       next = next + ci.shape.dims[axis];
@@ -235,8 +235,8 @@ static std::optional<std::string> renderRel(const Session &S, const Namer &name,
   }
 }
 
-static std::string renderWith(const Session &S, const Namer &name, const Term &t) {
-  if (auto r = renderRel(S, name, t))
+static std::string renderWith(const ClassTable &classes, const Namer &name, const Term &t) {
+  if (auto r = renderRel(classes, name, t))
     return *r;
   return ir::str(t, name);
 }
@@ -258,10 +258,10 @@ static std::string fill(const std::string &tmpl, const std::vector<ClassId> &cla
 
 // Renderings are memoized like covers: the same relation one layer up differs
 // only in class names, and reading a concat off position by position is slow.
-std::string Session::render(const Term &t) const {
+std::string renderTerm(const ClassTable &classes, NodeMemo &memo, bool useMemo, const Term &t) {
   Namer label = [&](ClassId c) { return classes.label(c); };
-  if (!opts.memo)
-    return renderWith(*this, label, t);
+  if (!useMemo)
+    return renderWith(classes, label, t);
   MemoKey key;
   key.str("render");
   key.term(t);
@@ -282,9 +282,9 @@ std::string Session::render(const Term &t) const {
       }
       return "\x01" + std::to_string(it->second) + "\x02";
     };
-    text = renderWith(*this, placeholder, t);
+    text = renderWith(classes, placeholder, t);
     if (!named || !rec.reusable())
-      return renderWith(*this, label, t);
+      return renderWith(classes, label, t);
     NodeMemo::Result r;
     r.text = text;
     memo.store(key, rec.consulted(), std::move(r));

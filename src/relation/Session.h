@@ -2,8 +2,12 @@
 #pragma once
 
 #include "Classes.h"
+#include "IndexValues.h"
 #include "NodeMemo.h"
 #include "Prover.h"
+#include "Render.h"
+#include "Replayer.h"
+#include "Sources.h"
 
 #include "shardproof/ir/ConstantMask.h"
 #include "shardproof/ir/Ops.h"
@@ -130,20 +134,15 @@ struct Session {
   ValueInfo constantValue(const std::string &name, const std::shared_ptr<const ir::TensorData> &data);
   /// Element term of a spec relation expression over the ranks' tensors.
   llvm::Expected<std::pair<Term, ir::Shape>> compileRelation(const spec::RelExpr &e);
-  std::string render(const Term &t) const;
-  /// The element term `t` of an integer tensor (over classes of `table`) as an
-  /// integer expression; nullopt if it is not integer data we can follow
-  /// (IndexValue.cpp).
-  std::optional<smt::Expr> indexValue(const ClassTable &table, const Term &t, int depth = 0) const;
-  std::optional<smt::Expr> constantCondition(const ClassTable &table, const Term &t) const;
-  /// Name of the uninterpreted function giving a leaf integer input's elements.
-  std::string valueFunction(ClassId c) const;
-  bool knownNonNegative(const smt::Expr &e) const;
-  /// Integer values proven >= 0 at every admissible size (IndexValue.cpp).
-  std::vector<smt::Expr> provenNonNegative;
-  /// The index condition each constant class's content equals, or nullopt
-  /// (ConstantMask.h); a function of the content alone, so a cache.
-  mutable std::unordered_map<ClassId, std::optional<ir::ConstantCondition>> constantConditions;
+  std::string render(const Term &t) const { return renderTerm(classes, memo, opts.memo, t); }
+  /// Integer data read as index expressions (IndexValues.h).
+  IndexValues ints{classes};
+  std::optional<smt::Expr> indexValue(const ClassTable &table, const Term &t) const { return ints.indexValue(table, t); }
+  std::optional<smt::Expr> constantCondition(const ClassTable &table, const Term &t) const {
+    return ints.constantCondition(table, t);
+  }
+  std::string valueFunction(ClassId c) const { return ints.valueFunction(c); }
+  bool knownNonNegative(const smt::Expr &e) const { return ints.knownNonNegative(e); }
   /// `t` rendered with the symbols and index variables of `m` substituted.
   std::string renderAt(const Term &t, const smt::Model &m) const;
   std::string className(ClassId c) const { return classes.label(c); }
@@ -196,53 +195,5 @@ smt::Expr paddedLength(const spec::Placement &p, const smt::Expr &n);
 /// per rank for `replicated`, else one term (rank -1) (Check.cpp).
 llvm::Expected<std::vector<std::pair<int, std::pair<Term, ir::Shape>>>>
 outputSides(Session &S, const std::string &name, const spec::Placement &pl);
-
-/// Fills each failure's Python sites: the reference node's line, then the
-/// rank nodes' (Sources.cpp).
-void attachSources(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, std::vector<Failure> &failures);
-
-/// Numeric evaluation of terms at one concrete assignment of the symbols, with
-/// deterministic pseudo-random leaf data keyed by class label and index, so a
-/// replicated input reads the same everywhere (Eval.cpp). Class elements are
-/// memoized, so evaluating every element of an output shares the work.
-class Replayer {
-public:
-  /// `intOffset`: integer inputs with a `values` range [lo, hi] hold
-  /// min(lo + intOffset, hi) in every element instead of seeded random values
-  /// (witness search tries each value of a small range, and both bounds).
-  Replayer(const ClassTable &classes, std::map<std::string, int64_t> sizes,
-           std::optional<int64_t> intOffset = std::nullopt);
-  ~Replayer();
-  /// Value of `t` with its free index variables i!0.. set to `idx`.
-  double at(const Term &t, const std::vector<int64_t> &idx);
-  /// Leaf elements (by label, so a replicated input is one tensor) read as
-  /// floats. Recorded into `out` when set; with `keep` set, elements not in
-  /// it read other pseudo-random numbers (the mask-leak probe).
-  using LeafSet = std::set<std::pair<std::string, std::vector<int64_t>>>;
-  void recordLeafReads(LeafSet *out);
-  void perturbUnread(const LeafSet *keep);
-  /// Which class elements each computed element read (kRoot: the evaluated
-  /// term itself), recorded into `out` while set: the cone of an element.
-  using Element = std::pair<ClassId, std::vector<int64_t>>;
-  static constexpr ClassId kRoot = static_cast<ClassId>(-1);
-  using ElementReads = std::map<Element, std::set<Element>>;
-  void recordElementReads(ElementReads *out);
-  /// False when the cone outgrew what is recorded (then it is partial).
-  bool recordedAllReads() const;
-  /// Values of the evaluated term's own subterms (partial sums and products
-  /// included), recorded into `out` while set; class definitions excluded.
-  void recordValues(std::vector<double> *out);
-  /// A computed element's value, if this replayer evaluated it.
-  std::optional<double> element(const Element &e) const;
-  /// False once the work budget ran out or an index could not be evaluated:
-  /// the numbers are then meaningless.
-  bool complete() const;
-  /// Term steps this replayer may take before it gives up (default 50M).
-  void setBudget(uint64_t steps);
-
-private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
 
 } // namespace shardproof::relation

@@ -1,7 +1,7 @@
 // Where a failure lives in the user's Python: the lines that emitted the
 // reference node and the rank nodes around it (ONNX doc_strings), so a review
 // annotation can sit on the code as well as on the spec.
-#include "Session.h"
+#include "Sources.h"
 
 #include <map>
 

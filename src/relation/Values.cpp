@@ -78,7 +78,7 @@ Term Session::shapeValueTerm(const IntTensor &v, const IndexVec &idx, int level)
     if (!knownNonNegative(x)) {
       if (!prover.implies(x >= Expr::intConst(0), "shape.value.nonnegative"))
         return nullptr;
-      provenNonNegative.push_back(x);
+      ints.provenNonNegative.push_back(x);
     }
     return mkSum(level, Expr::intConst(0), x, mkConst(1));
   };
@@ -130,7 +130,7 @@ Term Session::valueTerm(ClassId c, const spec::Placement &pl) {
   Expr v = pl.values->first.simplify();
   if (!prover.implies(v >= Expr::intConst(0), "value.nonnegative"))
     return read;
-  provenNonNegative.push_back(v);
+  ints.provenNonNegative.push_back(v);
   return mkSum(0, Expr::intConst(0), v, mkConst(1));
 }
 

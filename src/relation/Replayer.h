@@ -1,0 +1,61 @@
+// Internal: numeric evaluation of element terms (Eval.cpp), the independent
+// check that a counterexample is real. Needs only the class table.
+#pragma once
+
+#include "Classes.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace shardproof::relation {
+
+/// Numeric evaluation of terms at one concrete assignment of the symbols, with
+/// deterministic pseudo-random leaf data keyed by class label and index, so a
+/// replicated input reads the same everywhere (Eval.cpp). Class elements are
+/// memoized, so evaluating every element of an output shares the work.
+class Replayer {
+public:
+  /// `intOffset`: integer inputs with a `values` range [lo, hi] hold
+  /// min(lo + intOffset, hi) in every element instead of seeded random values
+  /// (witness search tries each value of a small range, and both bounds).
+  Replayer(const ClassTable &classes, std::map<std::string, int64_t> sizes,
+           std::optional<int64_t> intOffset = std::nullopt);
+  ~Replayer();
+  /// Value of `t` with its free index variables i!0.. set to `idx`.
+  double at(const Term &t, const std::vector<int64_t> &idx);
+  /// Leaf elements (by label, so a replicated input is one tensor) read as
+  /// floats. Recorded into `out` when set; with `keep` set, elements not in
+  /// it read other pseudo-random numbers (the mask-leak probe).
+  using LeafSet = std::set<std::pair<std::string, std::vector<int64_t>>>;
+  void recordLeafReads(LeafSet *out);
+  void perturbUnread(const LeafSet *keep);
+  /// Which class elements each computed element read (kRoot: the evaluated
+  /// term itself), recorded into `out` while set: the cone of an element.
+  using Element = std::pair<ClassId, std::vector<int64_t>>;
+  static constexpr ClassId kRoot = static_cast<ClassId>(-1);
+  using ElementReads = std::map<Element, std::set<Element>>;
+  void recordElementReads(ElementReads *out);
+  /// False when the cone outgrew what is recorded (then it is partial).
+  bool recordedAllReads() const;
+  /// Values of the evaluated term's own subterms (partial sums and products
+  /// included), recorded into `out` while set; class definitions excluded.
+  void recordValues(std::vector<double> *out);
+  /// A computed element's value, if this replayer evaluated it.
+  std::optional<double> element(const Element &e) const;
+  /// False once the work budget ran out or an index could not be evaluated:
+  /// the numbers are then meaningless.
+  bool complete() const;
+  /// Term steps this replayer may take before it gives up (default 50M).
+  void setBudget(uint64_t steps);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace shardproof::relation
