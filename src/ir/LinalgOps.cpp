@@ -1,5 +1,8 @@
-// MatMul and Gemm: reductions over the shared dimension.
+// MatMul, Gemm and Einsum: reductions over the shared dimensions.
 #include "shardproof/ir/Ops.h"
+
+#include <algorithm>
+#include <map>
 
 namespace shardproof::ir {
 namespace {
@@ -116,12 +119,158 @@ Term gemm(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, 
   return y;
 }
 
+// --- Einsum ----------------------------------------------------------------------
+// One letter per axis of each operand; the output's letters (explicit after
+// `->`, else the letters used once, sorted) index it; every other letter is
+// summed over: y[out] = sum over contracted letters of the product of the
+// operands' reads. aux = per operand, its letters' ids (in order), then the
+// output's; auxExprs = the dim of each letter id.
+struct EinsumSpec {
+  std::vector<std::string> operands;
+  std::string output;
+};
+
+llvm::Expected<EinsumSpec> parseEinsum(const Node &n, size_t inputs) {
+  const Attribute *a = n.attr("equation");
+  if (!a || a->kind != Attribute::Kind::String)
+    return userError("node " + describe(n) + ": Einsum without a string 'equation'");
+  std::string eq;
+  for (char c : a->s)
+    if (c != ' ')
+      eq += c;
+  auto bad = [&](const std::string &why) { return userError("node " + describe(n) + ": equation '" + a->s + "' " + why); };
+  if (eq.find("...") != std::string::npos)
+    return unsupportedError("node " + describe(n) + ": Einsum with an ellipsis ('" + a->s + "')");
+  EinsumSpec spec;
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  bool explicitOut = arrow != std::string::npos;
+  if (explicitOut) {
+    spec.output = eq.substr(arrow + 2);
+    if (spec.output.find("->") != std::string::npos)
+      return bad("has more than one '->'");
+  }
+  size_t at = 0;
+  for (size_t comma; (comma = lhs.find(',', at)) != std::string::npos; at = comma + 1)
+    spec.operands.push_back(lhs.substr(at, comma - at));
+  spec.operands.push_back(lhs.substr(at));
+  auto letters = [](const std::string &t) {
+    return std::all_of(t.begin(), t.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); });
+  };
+  std::map<char, int> uses;
+  for (auto &t : spec.operands) {
+    if (!letters(t))
+      return bad("has a term '" + t + "' that is not letters");
+    for (char c : t) {
+      // A letter twice in one operand takes a diagonal (trace): not modelled.
+      if (std::count(t.begin(), t.end(), c) > 1)
+        return unsupportedError("node " + describe(n) + ": Einsum taking a diagonal ('" + t + "' in '" + a->s + "')");
+      ++uses[c];
+    }
+  }
+  if (spec.operands.size() != inputs)
+    return bad("has " + std::to_string(spec.operands.size()) + " operands, the node " + std::to_string(inputs) +
+               " inputs");
+  if (explicitOut) {
+    if (!letters(spec.output))
+      return bad("has an output '" + spec.output + "' that is not letters");
+    for (char c : spec.output) {
+      if (std::count(spec.output.begin(), spec.output.end(), c) > 1)
+        return bad("repeats '" + std::string(1, c) + "' in its output");
+      if (!uses.count(c))
+        return bad("has output letter '" + std::string(1, c) + "' in no operand");
+    }
+  } else {
+    for (auto &[c, k] : uses) // std::map: sorted, as numpy's implicit output
+      if (k == 1)
+        spec.output += c;
+  }
+  return spec;
+}
+
+llvm::Expected<OpResult> inferEinsum(const OpInputs &in) {
+  if (in.shapes.empty())
+    return userError("node " + describe(in.node) + " has no inputs");
+  for (unsigned i = 0; i < in.shapes.size(); ++i)
+    if (!in.has(i))
+      return userError("node " + describe(in.node) + ": input " + std::to_string(i) + " is missing");
+  auto spec = parseEinsum(in.node, in.shapes.size());
+  if (!spec)
+    return spec.takeError();
+  OpResult r;
+  std::map<char, int64_t> id;
+  for (size_t i = 0; i < spec->operands.size(); ++i) {
+    const std::string &t = spec->operands[i];
+    const Shape &s = *in.shapes[i];
+    if (t.size() != s.rank())
+      return userError("node " + describe(in.node) + ": operand " + std::to_string(i) + " has rank " +
+                       std::to_string(s.rank()) + " but the equation gives it " + std::to_string(t.size()) + " letters ('" +
+                       t + "')");
+    for (size_t d = 0; d < t.size(); ++d) {
+      auto [it, fresh] = id.emplace(t[d], static_cast<int64_t>(r.auxExprs.size()));
+      if (fresh) {
+        r.auxExprs.push_back(s.dims[d]);
+      } else {
+        const Dim &was = r.auxExprs[it->second], &now = s.dims[d];
+        if (auto x = was.asInt(), y = now.asInt(); x && y && *x != *y)
+          return userError("node " + describe(in.node) + ": letter '" + std::string(1, t[d]) + "' has sizes " +
+                           std::to_string(*x) + " and " + std::to_string(*y));
+        if (!was.same(now))
+          r.obligations.push_back({"dims of letter '" + std::string(1, t[d]) + "' in " + describe(in.node) +
+                                       " agree: " + was.str() + " == " + now.str(),
+                                   was == now});
+      }
+      r.aux.push_back(it->second);
+    }
+  }
+  Shape out;
+  for (char c : spec->output) {
+    r.aux.push_back(id.at(c));
+    out.dims.push_back(r.auxExprs[id.at(c)]);
+  }
+  r.shapes = {out};
+  r.dtypes = {in.dtypes[0]};
+  return r;
+}
+
+Term einsum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  size_t letters = r.auxExprs.size();
+  // Each letter's index: the output's, or the binder of its sum (in letter order).
+  std::vector<smt::Expr> at(letters);
+  std::vector<bool> bound(letters, false);
+  size_t opLetters = r.aux.size() - idx.size();
+  for (size_t d = 0; d < idx.size(); ++d) {
+    at[r.aux[opLetters + d]] = idx[d];
+    bound[r.aux[opLetters + d]] = true;
+  }
+  std::vector<size_t> summed;
+  for (size_t l = 0; l < letters; ++l)
+    if (!bound[l]) {
+      at[l] = boundVar(level + static_cast<int>(summed.size()));
+      summed.push_back(l);
+    }
+  int inner = level + static_cast<int>(summed.size());
+  std::vector<Term> factors;
+  size_t k = 0;
+  for (unsigned i = 0; i < in.shapes.size(); ++i) {
+    IndexVec src;
+    for (size_t d = 0; d < in.shapes[i]->rank(); ++d)
+      src.push_back(at[r.aux[k++]]);
+    factors.push_back(read(i, src, inner));
+  }
+  Term t = mkMul(factors);
+  for (size_t s = summed.size(); s-- > 0;)
+    t = mkSum(level + static_cast<int>(s), smt::Expr::intConst(0), r.auxExprs[summed[s]], t);
+  return t;
+}
+
 } // namespace
 
 std::vector<OpDef> linalgOps() {
   return {
       OpDef{"", "MatMul", OpClass::Compute, inferMatMul, matmul},
       OpDef{"", "Gemm", OpClass::Compute, inferGemm, gemm},
+      OpDef{"", "Einsum", OpClass::Compute, inferEinsum, einsum},
   };
 }
 
