@@ -48,8 +48,10 @@ def bchw():
     return (torch.randn(2, 3, 8, 8),), {"x": {0: "batch"}}
 
 
-def ids():
-    return (torch.randint(0, 8, (2, 4)),), {"x": {0: "batch", 1: "seq"}}
+def ids(n=8):
+    """Token ids in [0, n): the third item is each integer input's index range,
+    written into the spec as `values: {min: 0, max: n - 1}` (docs/spec-format.md)."""
+    return (torch.randint(0, n, (2, 4)),), {"x": {0: "batch", 1: "seq"}}, {"x": n}
 
 
 # name -> (module, inputs-maker). Names say which torch use they exercise.
@@ -58,6 +60,12 @@ CATALOGUE = {}
 
 def entry(name, fn, inputs=bsd, params=()):
     CATALOGUE[name] = (lambda: Fn(fn, params), inputs)
+
+
+def example(inputs):
+    """(example inputs, dynamic axes, index range of each integer input)."""
+    made = inputs()
+    return made if len(made) == 3 else (*made, {})
 
 
 W = torch.randn(8, 8)
@@ -219,13 +227,26 @@ def collect(path):
     return model, [(n.op_type, n.domain or "ai.onnx", pattern(n, consts), n.name) for n in model.graph.node]
 
 
-def write_spec(dirname, name, model):
-    ins = [i.name for i in model.graph.input]
+INTEGER_TYPES = {onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64,
+                 onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64}
+
+
+def write_spec(dirname, name, model, ranges):
+    """Everything replicated; an integer input (token ids, labels) gets its index
+    range, as a user would write it, so lookups and masks built from it can be followed."""
     outs = [o.name for o in model.graph.output]
+    lines = []
+    for i in model.graph.input:
+        if i.type.tensor_type.elem_type in INTEGER_TYPES:
+            if i.name not in ranges:
+                raise ValueError(f"integer input {i.name} has no index range in the catalogue")
+            lines.append(f"  \"{i.name}\": {{replicated: true, values: {{min: 0, max: {ranges[i.name] - 1}}}}}\n")
+        else:
+            lines.append(f"  \"{i.name}\": replicated\n")
     spec = os.path.join(dirname, name + ".yaml")
     with open(spec, "w") as f:
         f.write("shardproof: 1\nreference: m.onnx\nimplementation:\n  world_size: 1\n  ranks: [m.onnx]\n")
-        f.write("inputs:\n" + "".join(f"  \"{i}\": replicated\n" for i in ins))
+        f.write("inputs:\n" + "".join(lines))
         f.write("outputs:\n" + "".join(f"  \"{o}\": replicated\n" for o in outs))
     return spec
 
@@ -260,7 +281,7 @@ def main():
                 continue
             d = os.path.join(tmp, f"{idx:03d}")  # names like "x + y" and "x * y" would collide once sanitized
             os.makedirs(d)
-            xs, axes = inputs()
+            xs, axes, ranges = example(inputs)
             names = list(axes.keys())
             path = os.path.join(d, "m.onnx")
             try:
@@ -270,7 +291,12 @@ def main():
                 results[name] = ("EXPORT", str(e).splitlines()[0][:120])
                 continue
             model, nodes = collect(path)
-            verdict, reason = check(args.shardproof, write_spec(d, "m", model))
+            try:
+                spec = write_spec(d, "m", model, ranges)
+            except ValueError as e:  # a catalogue mistake: say so instead of guessing a range
+                results[name] = ("CATALOGUE", str(e))
+                continue
+            verdict, reason = check(args.shardproof, spec)
             results[name] = (verdict, reason)
             # Blame only the node the check names; other patterns of a failed entry were not decided by it.
             # "unsupported operator X" names the op, the table line before it the output: blame that op.
