@@ -295,10 +295,9 @@ llvm::Expected<OpResult> inferOneHot(const OpInputs &in) {
   // The two values must be known numbers: an unknown one would be a silent default.
   if (!(in.data.size() > 2 && in.data[2] && in.data[2]->numElements() == 2))
     return unsupportedError("node " + describe(in.node) + ": OneHot values that are not a constant [off, on]");
-  if (!in.inputValue)
-    return unsupportedError("node " + describe(in.node) + ": OneHot needs the values of its indices");
   // The indices' integer values (token ids, expert ids); same requirement as Gather's data indices.
-  if (!(in.values.size() && in.values[0]) && !in.inputValue(0, indexVars("g", static_cast<unsigned>(ind.rank()))))
+  if (!(in.values.size() && in.values[0]) &&
+      !(in.inputValue && in.inputValue(0, indexVars("g", static_cast<unsigned>(ind.rank())))))
     return unsupportedError("node " + describe(in.node) + ": the indices are data whose values are not known " +
                             "(give integer inputs a `values` range in the spec)");
   Expr n = (*depth)[0].simplify();
