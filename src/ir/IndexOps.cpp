@@ -1,5 +1,5 @@
 // Index-driven operators: Gather with known indices (shape arithmetic and
-// constant picks), ConstantOfShape, Expand, Tile, OneHot, Trilu (causal masks), and the
+// constant picks), ConstantOfShape, Expand, Tile, DepthToSpace, OneHot, Trilu (causal masks), and the
 // comparison/selection ops that build masks (Equal, Less, Greater, Not, And,
 // Or, Where). Masks made of index conditions stay index conditions, so a
 // Where over a causal mask becomes a Select the prover can split on.
@@ -273,6 +273,45 @@ Term tile(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, 
   return read(0, src, level);
 }
 
+// --- DepthToSpace (F.pixel_shuffle) -------------------------------------------------
+// [N, C, H, W] -> [N, C/(r*r), H*r, W*r]; y[n, c, h*r+i, w*r+j] reads channel
+// c*r*r + i*r + j (CRD, torch's pixel_shuffle) or (i*r + j)*C/(r*r) + c (DCR, the default).
+llvm::Expected<OpResult> inferDepthToSpace(const OpInputs &in) {
+  const Shape &s = *in.shapes[0];
+  if (s.rank() != 4)
+    return userError("node " + describe(in.node) + ": DepthToSpace needs a 4-D input, got rank " +
+                     std::to_string(s.rank()));
+  int64_t r = attrInt(in.node, "blocksize", 0);
+  if (r < 1)
+    return userError("node " + describe(in.node) + ": blocksize must be a positive integer");
+  const Attribute *m = in.node.attr("mode");
+  std::string mode = m && m->kind == Attribute::Kind::String ? m->s : "DCR";
+  if (mode != "DCR" && mode != "CRD")
+    return userError("node " + describe(in.node) + ": DepthToSpace mode '" + mode + "' (DCR or CRD)");
+  OpResult res;
+  Expr rr = Expr::intConst(r * r), c = s.dims[1];
+  if (auto cv = c.asInt(); cv && *cv % (r * r) != 0)
+    return userError("node " + describe(in.node) + ": " + std::to_string(*cv) + " channels do not divide into blocks of " +
+                     std::to_string(r * r));
+  if (!c.asInt())
+    res.obligations.push_back({"the channels of " + describe(in.node) + " divide into blocks of " +
+                                   std::to_string(r * r),
+                               mod(c, rr) == Expr::intConst(0)});
+  Shape out;
+  out.dims = {s.dims[0], floorDiv(c, rr).simplify(), (s.dims[2] * r).simplify(), (s.dims[3] * r).simplify()};
+  res.shapes = {out};
+  res.dtypes = {in.dtypes[0]};
+  res.aux = {r, mode == "CRD"};
+  return res;
+}
+Term depthToSpace(const OpInputs &, const OpResult &res, unsigned, const IndexVec &idx, const ReadFn &read,
+                  int level) {
+  Expr r = Expr::intConst(res.aux[0]);
+  Expr i = mod(idx[2], r), j = mod(idx[3], r);
+  Expr ch = res.aux[1] ? idx[1] * (res.aux[0] * res.aux[0]) + i * r + j : (i * r + j) * res.shapes[0].dims[1] + idx[1];
+  return read(0, {idx[0], ch, floorDiv(idx[2], r), floorDiv(idx[3], r)}, level);
+}
+
 // --- OneHot (F.one_hot) ----------------------------------------------------------
 // y[..., j, ...] = on if v == j (v = index + depth when negative) else off, the
 // new axis j in [0, depth) at `axis`. An index outside [-depth, depth) matches no j:
@@ -496,6 +535,7 @@ std::vector<OpDef> indexOps() {
       opRow("Expand", C::View, inferExpand, expand),
       opRow("Trilu", C::Compute, inferTrilu, trilu),
       opRow("Tile", C::View, inferTile, tile),
+      opRow("DepthToSpace", C::View, inferDepthToSpace, depthToSpace),
       opRow("OneHot", C::Compute, inferOneHot, oneHot),
       opRow("Range", C::Compute, inferRange, range),
       opRow("Equal", C::Compute, inferCompare, compare),

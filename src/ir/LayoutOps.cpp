@@ -450,6 +450,21 @@ llvm::Expected<OpResult> inferSplit(const OpInputs &in) {
   }
   r.obligations.push_back({"split sizes of " + describe(in.node) + " add up to the axis", off == s.dims[*axis]});
   r.aux = {*axis};
+  // Splitting a small integer vector (torch's repeat_interleave splits its repeats): keep the values.
+  if (s.rank() == 1 && in.values.size() && in.values[0]) {
+    int64_t at = 0;
+    for (size_t i = 0; i < n; ++i) {
+      auto len = r.shapes[i].dims[0].asInt();
+      if (!len || *len < 0 || at + *len > static_cast<int64_t>(in.values[0]->size()))
+        break;
+      IntTensor v;
+      v.dims = {*len};
+      v.vals.assign(in.values[0]->vals.begin() + at, in.values[0]->vals.begin() + at + *len);
+      r.values.resize(n);
+      r.values[i] = v;
+      at += *len;
+    }
+  }
   return r;
 }
 Term split(const OpInputs &, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read, int level) {

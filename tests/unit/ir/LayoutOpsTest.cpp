@@ -124,12 +124,12 @@ struct Apply {
 
   Apply(const std::string &op, std::vector<std::optional<Shape>> in, std::map<std::string, Attribute> attrs = {},
         std::vector<std::optional<IntTensor>> vals = {}, std::vector<std::shared_ptr<const TensorData>> consts = {},
-        bool indices = false)
+        bool indices = false, size_t outputs = 1)
       : shapes(std::move(in)), values(std::move(vals)), data(std::move(consts)), dataIndices(indices) {
     node.name = "/m/" + op;
     node.opType = op;
     node.attrs = std::move(attrs);
-    node.outputs.assign(1, 0);
+    node.outputs.assign(outputs, 0);
     values.resize(shapes.size());
     data.resize(shapes.size());
     const OpDef *def = lookupOp("", op);
@@ -403,4 +403,44 @@ TEST(Einsum, EllipsesAndDiagonalsAreUnsupportedNotGuessed) {
   Apply diag("Einsum", {concrete({3, 3})}, {{"equation", strAttr("ii->i")}});
   EXPECT_TRUE(diag.isUnsupported());
   EXPECT_NE(diag.error->text.find("diagonal"), std::string::npos);
+}
+
+// --- DepthToSpace (F.pixel_shuffle) --------------------------------------------------
+
+TEST(DepthToSpace, CrdIsTorchsPixelShuffleAndDcrIsOnnxsDefault) {
+  // x = arange(16).view(1, 8, 1, 2), blocksize 2; the numbers are torch's
+  // F.pixel_shuffle (CRD) and the ONNX reference's reshape/transpose (DCR).
+  Attribute crd = strAttr("CRD");
+  Apply pix("DepthToSpace", {concrete({1, 8, 1, 2})}, {{"blocksize", intAttr(2)}, {"mode", crd}});
+  ASSERT_EQ(pix.outShape(), "[1, 2, 2, 4]");
+  EXPECT_EQ(pix.evaluate({iota({1, 8, 1, 2})}).v,
+            (std::vector<double>{0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15}));
+  Apply dcr("DepthToSpace", {concrete({1, 8, 1, 2})}, {{"blocksize", intAttr(2)}});
+  EXPECT_EQ(dcr.evaluate({iota({1, 8, 1, 2})}).v,
+            (std::vector<double>{0, 4, 1, 5, 8, 12, 9, 13, 2, 6, 3, 7, 10, 14, 11, 15}));
+}
+
+TEST(DepthToSpace, ChannelsMustDivideIntoBlocks) {
+  Apply a("DepthToSpace", {shape({sym("n"), sym("c"), sym("h"), num(4)})}, {{"blocksize", intAttr(2)}});
+  EXPECT_EQ(a.outShape(), "[n, c // 4, 2*h, 8]");
+  EXPECT_EQ(a.obligations().size(), 1u);
+  EXPECT_TRUE(Apply("DepthToSpace", {concrete({1, 6, 2, 2})}, {{"blocksize", intAttr(2)}}).isUserError());
+  EXPECT_TRUE(Apply("DepthToSpace", {concrete({1, 8, 2})}, {{"blocksize", intAttr(2)}}).isUserError());
+  EXPECT_TRUE(Apply("DepthToSpace", {concrete({1, 8, 2, 2})}).isUserError()); // no blocksize
+  EXPECT_TRUE(
+      Apply("DepthToSpace", {concrete({1, 8, 2, 2})}, {{"blocksize", intAttr(2)}, {"mode", strAttr("XYZ")}}).isUserError());
+}
+
+// torch's repeat_interleave with a tensor of repeats splits that constant into
+// pieces whose values size each Expand: Split must keep them.
+TEST(Split, PiecesOfASmallIntegerVectorKeepTheirValues) {
+  Attribute axis0 = intAttr(0);
+  Apply a("Split", {concrete({4}), concrete({2})}, {{"axis", axis0}}, {ints({5, 6, 7, 8}), ints({1, 3})}, {}, false, 2);
+  ASSERT_TRUE(a.result) << a.error->text;
+  ASSERT_EQ(a.result->values.size(), 2u);
+  ASSERT_TRUE(a.result->values[0] && a.result->values[1]);
+  EXPECT_EQ(a.result->values[0]->vals[0].asInt(), 5);
+  ASSERT_EQ(a.result->values[1]->size(), 3u);
+  EXPECT_EQ(a.result->values[1]->vals[2].asInt(), 8);
+  EXPECT_EQ(a.result->values[1]->dims, std::vector<int64_t>{3});
 }
