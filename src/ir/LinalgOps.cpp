@@ -120,15 +120,20 @@ Term gemm(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, 
 }
 
 // --- Einsum ----------------------------------------------------------------------
-// One letter per axis of each operand; the output's letters (explicit after
-// `->`, else the letters used once, sorted) index it; every other letter is
-// summed over: y[out] = sum over contracted letters of the product of the
-// operands' reads. aux = per operand, its letters' ids (in order), then the
-// output's; auxExprs = the dim of each letter id.
+// One letter per axis of each operand; `...` stands for the leading batch dims,
+// right-aligned and broadcast across operands as numpy does. The output's
+// letters (explicit after `->`, else `...` then the letters used once, sorted)
+// index it; every other letter is summed over: y[out] = sum over contracted
+// letters of the product of the operands' reads. aux = per operand, its labels'
+// ids (in order; -1: a broadcast dim of size 1, read at 0), then the output's;
+// auxExprs = the dim of each label id.
 struct EinsumSpec {
-  std::vector<std::string> operands;
+  std::vector<std::string> operands; // letters, '.' for an ellipsis
   std::string output;
+  bool explicitOut = false;
 };
+
+bool isLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 llvm::Expected<EinsumSpec> parseEinsum(const Node &n, size_t inputs) {
   const Attribute *a = n.attr("equation");
@@ -139,49 +144,68 @@ llvm::Expected<EinsumSpec> parseEinsum(const Node &n, size_t inputs) {
     if (c != ' ')
       eq += c;
   auto bad = [&](const std::string &why) { return userError("node " + describe(n) + ": equation '" + a->s + "' " + why); };
-  if (eq.find("...") != std::string::npos)
-    return unsupportedError("node " + describe(n) + ": Einsum with an ellipsis ('" + a->s + "')");
   EinsumSpec spec;
   size_t arrow = eq.find("->");
   std::string lhs = eq.substr(0, arrow);
-  bool explicitOut = arrow != std::string::npos;
-  if (explicitOut) {
-    spec.output = eq.substr(arrow + 2);
-    if (spec.output.find("->") != std::string::npos)
+  spec.explicitOut = arrow != std::string::npos;
+  // Each term's "..." becomes one '.'; anything else that is not a letter is malformed.
+  auto term = [&](std::string t, std::string &out) -> llvm::Error {
+    size_t dots = t.find("...");
+    if (dots != std::string::npos)
+      t.replace(dots, 3, ".");
+    if (std::count(t.begin(), t.end(), '.') > (dots != std::string::npos ? 1 : 0))
+      return bad("has a term '" + t + "' with a stray '.' or more than one ellipsis");
+    for (char c : t)
+      if (!isLetter(c) && c != '.')
+        return bad("has a term '" + t + "' that is not letters");
+    out = t;
+    return llvm::Error::success();
+  };
+  if (spec.explicitOut) {
+    if (eq.find("->", arrow + 2) != std::string::npos)
       return bad("has more than one '->'");
+    if (auto e = term(eq.substr(arrow + 2), spec.output))
+      return e;
   }
   size_t at = 0;
-  for (size_t comma; (comma = lhs.find(',', at)) != std::string::npos; at = comma + 1)
-    spec.operands.push_back(lhs.substr(at, comma - at));
-  spec.operands.push_back(lhs.substr(at));
-  auto letters = [](const std::string &t) {
-    return std::all_of(t.begin(), t.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); });
-  };
+  for (size_t comma;; at = comma + 1) {
+    comma = lhs.find(',', at);
+    spec.operands.emplace_back();
+    if (auto e = term(lhs.substr(at, comma == std::string::npos ? std::string::npos : comma - at), spec.operands.back()))
+      return e;
+    if (comma == std::string::npos)
+      break;
+  }
   std::map<char, int> uses;
-  for (auto &t : spec.operands) {
-    if (!letters(t))
-      return bad("has a term '" + t + "' that is not letters");
+  for (auto &t : spec.operands)
     for (char c : t) {
       // A letter twice in one operand takes a diagonal (trace): not modelled.
-      if (std::count(t.begin(), t.end(), c) > 1)
+      if (c != '.' && std::count(t.begin(), t.end(), c) > 1)
         return unsupportedError("node " + describe(n) + ": Einsum taking a diagonal ('" + t + "' in '" + a->s + "')");
-      ++uses[c];
+      if (c != '.')
+        ++uses[c];
     }
-  }
   if (spec.operands.size() != inputs)
     return bad("has " + std::to_string(spec.operands.size()) + " operands, the node " + std::to_string(inputs) +
                " inputs");
-  if (explicitOut) {
-    if (!letters(spec.output))
-      return bad("has an output '" + spec.output + "' that is not letters");
+  bool anyEllipsis = std::any_of(spec.operands.begin(), spec.operands.end(),
+                                 [](const std::string &t) { return t.find('.') != std::string::npos; });
+  if (spec.explicitOut) {
     for (char c : spec.output) {
+      if (c == '.')
+        continue;
       if (std::count(spec.output.begin(), spec.output.end(), c) > 1)
         return bad("repeats '" + std::string(1, c) + "' in its output");
       if (!uses.count(c))
         return bad("has output letter '" + std::string(1, c) + "' in no operand");
     }
+    // Summing the broadcast dims away: numpy's rule for it is not ONNX's to rely on.
+    if (anyEllipsis && spec.output.find('.') == std::string::npos)
+      return unsupportedError("node " + describe(n) + ": Einsum summing over the dims of an ellipsis ('" + a->s + "')");
   } else {
-    for (auto &[c, k] : uses) // std::map: sorted, as numpy's implicit output
+    if (anyEllipsis)
+      spec.output = ".";
+    for (auto &[c, k] : uses) // std::map: sorted by character, as numpy's implicit output
       if (k == 1)
         spec.output += c;
   }
@@ -197,36 +221,71 @@ llvm::Expected<OpResult> inferEinsum(const OpInputs &in) {
   auto spec = parseEinsum(in.node, in.shapes.size());
   if (!spec)
     return spec.takeError();
-  OpResult r;
-  std::map<char, int64_t> id;
+  // The ellipsis of each operand covers the dims its letters leave; all of them
+  // right-align into one frame of `frame` dims, labelled 256 + position.
+  std::vector<size_t> ellRank(spec->operands.size(), 0);
+  size_t frame = 0;
   for (size_t i = 0; i < spec->operands.size(); ++i) {
     const std::string &t = spec->operands[i];
-    const Shape &s = *in.shapes[i];
-    if (t.size() != s.rank())
+    size_t rank = in.shapes[i]->rank(), named = t.size() - (t.find('.') != std::string::npos ? 1 : 0);
+    if (t.find('.') == std::string::npos ? named != rank : named > rank)
       return userError("node " + describe(in.node) + ": operand " + std::to_string(i) + " has rank " +
-                       std::to_string(s.rank()) + " but the equation gives it " + std::to_string(t.size()) + " letters ('" +
+                       std::to_string(rank) + " but the equation gives it " + std::to_string(named) + " letters ('" +
                        t + "')");
-    for (size_t d = 0; d < t.size(); ++d) {
-      auto [it, fresh] = id.emplace(t[d], static_cast<int64_t>(r.auxExprs.size()));
-      if (fresh) {
-        r.auxExprs.push_back(s.dims[d]);
-      } else {
-        const Dim &was = r.auxExprs[it->second], &now = s.dims[d];
-        if (auto x = was.asInt(), y = now.asInt(); x && y && *x != *y)
-          return userError("node " + describe(in.node) + ": letter '" + std::string(1, t[d]) + "' has sizes " +
-                           std::to_string(*x) + " and " + std::to_string(*y));
-        if (!was.same(now))
-          r.obligations.push_back({"dims of letter '" + std::string(1, t[d]) + "' in " + describe(in.node) +
-                                       " agree: " + was.str() + " == " + now.str(),
-                                   was == now});
-      }
-      r.aux.push_back(it->second);
-    }
+    ellRank[i] = t.find('.') != std::string::npos ? rank - named : 0;
+    frame = std::max(frame, ellRank[i]);
   }
+  auto labels = [&](const std::string &t, size_t ell) {
+    std::vector<int> out;
+    for (char c : t) {
+      if (c != '.') {
+        out.push_back(static_cast<unsigned char>(c));
+        continue;
+      }
+      for (size_t e = 0; e < ell; ++e)
+        out.push_back(256 + static_cast<int>(frame - ell + e));
+    }
+    return out;
+  };
+  OpResult r;
+  std::map<int, int64_t> id;
+  std::vector<std::vector<int>> opLabels;
+  for (size_t i = 0; i < spec->operands.size(); ++i)
+    opLabels.push_back(labels(spec->operands[i], ellRank[i]));
+  auto name = [](int l) { return l < 256 ? "letter '" + std::string(1, static_cast<char>(l)) + "'"
+                                         : "ellipsis dim " + std::to_string(l - 256); };
+  auto isOne = [](const Dim &d) { return d.asInt() && *d.asInt() == 1; };
+  // A label's size: its first dim, or, in the ellipsis, its first dim that is not 1 (broadcast).
+  for (size_t i = 0; i < opLabels.size(); ++i)
+    for (size_t d = 0; d < opLabels[i].size(); ++d) {
+      int l = opLabels[i][d];
+      const Dim &now = in.shapes[i]->dims[d];
+      auto [it, fresh] = id.emplace(l, static_cast<int64_t>(r.auxExprs.size()));
+      if (fresh)
+        r.auxExprs.push_back(now);
+      else if (l >= 256 && isOne(r.auxExprs[it->second]))
+        r.auxExprs[it->second] = now;
+    }
+  for (size_t i = 0; i < opLabels.size(); ++i)
+    for (size_t d = 0; d < opLabels[i].size(); ++d) {
+      int l = opLabels[i][d];
+      const Dim &size = r.auxExprs[id.at(l)], &now = in.shapes[i]->dims[d];
+      if (l >= 256 && isOne(now) && !isOne(size)) {
+        r.aux.push_back(-1); // broadcast along this dim: always element 0
+        continue;
+      }
+      r.aux.push_back(id.at(l));
+      if (auto x = size.asInt(), y = now.asInt(); x && y && *x != *y)
+        return userError("node " + describe(in.node) + ": " + name(l) + " has sizes " + std::to_string(*x) + " and " +
+                         std::to_string(*y));
+      if (!size.same(now))
+        r.obligations.push_back(
+            {"dims of " + name(l) + " in " + describe(in.node) + " agree: " + size.str() + " == " + now.str(), size == now});
+    }
   Shape out;
-  for (char c : spec->output) {
-    r.aux.push_back(id.at(c));
-    out.dims.push_back(r.auxExprs[id.at(c)]);
+  for (int l : labels(spec->output, frame)) {
+    r.aux.push_back(id.at(l));
+    out.dims.push_back(r.auxExprs[id.at(l)]);
   }
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
@@ -254,8 +313,8 @@ Term einsum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx
   size_t k = 0;
   for (unsigned i = 0; i < in.shapes.size(); ++i) {
     IndexVec src;
-    for (size_t d = 0; d < in.shapes[i]->rank(); ++d)
-      src.push_back(at[r.aux[k++]]);
+    for (size_t d = 0; d < in.shapes[i]->rank(); ++d, ++k)
+      src.push_back(r.aux[k] < 0 ? smt::Expr::intConst(0) : at[r.aux[k]]);
     factors.push_back(read(i, src, inner));
   }
   Term t = mkMul(factors);

@@ -245,6 +245,7 @@ entry("MoE gate from routed ids (one_hot)", lambda m, x, e: x * F.one_hot(e, 4).
                {"x": {0: "batch", 1: "seq"}, "e": {0: "batch", 1: "seq"}}, {"e": 4}))
 entry("torch.einsum bhqd,bhkd", lambda m, x: torch.einsum("bhqd,bhkd->bhqk", x.unsqueeze(1), x.unsqueeze(1)))
 entry("torch.einsum bsd,d", lambda m, x: torch.einsum("bsd,d->bs", x, m.p0), params=(torch.randn(8),))
+entry("torch.einsum ...d,de (ellipsis)", lambda m, x: torch.einsum("...d,de->...e", x, m.p0), params=(W,))
 entry("torch.einsum implicit ij,jk", lambda m, x: torch.einsum("ij,jk", x, m.p0), rows, params=(W,))
 entry("logits.gather(-1, target)", lambda m, x, t: F.log_softmax(x, -1).gather(-1, t.unsqueeze(-1)).squeeze(-1),
       lambda: ((torch.randn(2, 4, 8), torch.randint(0, 8, (2, 4))),

@@ -397,12 +397,46 @@ TEST(Einsum, MalformedEquationsAreUserErrorsNamingTheNode) {
   EXPECT_TRUE(none.isUserError()); // no equation at all
 }
 
-TEST(Einsum, EllipsesAndDiagonalsAreUnsupportedNotGuessed) {
-  Apply ell("Einsum", {concrete({2, 2, 3}), concrete({3, 4})}, {{"equation", strAttr("...j,jk->...k")}});
-  EXPECT_TRUE(ell.isUnsupported());
+TEST(Einsum, DiagonalsAndSummingAnEllipsisAwayAreUnsupportedNotGuessed) {
   Apply diag("Einsum", {concrete({3, 3})}, {{"equation", strAttr("ii->i")}});
   EXPECT_TRUE(diag.isUnsupported());
   EXPECT_NE(diag.error->text.find("diagonal"), std::string::npos);
+  EXPECT_TRUE(Apply("Einsum", {concrete({2, 2, 3}), concrete({3, 4})}, {{"equation", strAttr("...j,jk->k")}}).isUnsupported());
+  Shape m = concrete({2, 3}), n = concrete({3, 4});
+  EXPECT_TRUE(Apply("Einsum", {m, n}, {{"equation", strAttr("..i.j,jk")}}).isUserError());
+  EXPECT_TRUE(Apply("Einsum", {m, n}, {{"equation", strAttr("......,jk")}}).isUserError());
+}
+
+// `...` is the leading dims, right-aligned across operands and broadcast where
+// one side is 1: "...ij,...jk->...ik" is numpy's batched matmul.
+TEST(Einsum, EllipsesBroadcastLikeABatchedMatmul) {
+  Apply proj("Einsum", {shape({sym("b"), sym("s"), num(8)}), concrete({8, 16})}, {{"equation", strAttr("...d,de->...e")}});
+  EXPECT_EQ(proj.outShape(), "[b, s, 16]");
+  EXPECT_EQ(proj.elementStr(), "sum(k!0 in [0, 8): (in0[i!0, i!1, k!0] * in1[k!0, i!2]))");
+  // A [2, 1, 2, 3] (batch dims [2, 1]) and B [3, 3, 4] (batch dims [3]): batch [2, 3].
+  Apply a("Einsum", {concrete({2, 1, 2, 3}), concrete({3, 3, 4})}, {{"equation", strAttr("...ij,...jk->...ik")}});
+  ASSERT_EQ(a.outShape(), "[2, 3, 2, 4]");
+  Dense A = iota({2, 1, 2, 3}), B = iota({3, 3, 4});
+  for (auto &v : B.v)
+    v = 7 - v;
+  Dense y = a.evaluate({A, B});
+  for (int64_t p = 0; p < 2; ++p)
+    for (int64_t q = 0; q < 3; ++q)
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t k = 0; k < 4; ++k) {
+          double want = 0;
+          for (int64_t j = 0; j < 3; ++j)
+            want += A.at({p, 0, i, j}) * B.at({q, j, k});
+          EXPECT_DOUBLE_EQ(y.at({p, q, i, k}), want) << p << q << i << k;
+        }
+  // Implicit output: the ellipsis first, then the letters used once.
+  Apply imp("Einsum", {concrete({2, 1, 2, 3}), concrete({3, 3, 4})}, {{"equation", strAttr("...ij,...jk")}});
+  EXPECT_EQ(imp.outShape(), "[2, 3, 2, 4]");
+  EXPECT_EQ(imp.evaluate({A, B}).v, y.v);
+  // Batch dims that are symbols must be equal (a size-1 symbol is not assumed to broadcast).
+  Apply sy("Einsum", {shape({sym("p"), num(2), num(3)}), shape({sym("q"), num(3), num(4)})},
+           {{"equation", strAttr("...ij,...jk->...ik")}});
+  EXPECT_EQ(sy.obligations(), std::vector<std::string>{"p == q"});
 }
 
 // --- DepthToSpace (F.pixel_shuffle) --------------------------------------------------
