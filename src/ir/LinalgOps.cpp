@@ -121,7 +121,7 @@ Term gemm(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, 
 
 // --- Einsum ----------------------------------------------------------------------
 // One letter per axis of each operand; `...` stands for the leading batch dims,
-// right-aligned and broadcast across operands as numpy does. The output's
+// right-aligned across operands; a dim of 1 broadcasts against its label's size. The output's
 // letters (explicit after `->`, else `...` then the letters used once, sorted)
 // index it; every other letter is summed over: y[out] = sum over contracted
 // letters of the product of the operands' reads. aux = per operand, its labels'
@@ -255,7 +255,8 @@ llvm::Expected<OpResult> inferEinsum(const OpInputs &in) {
   auto name = [](int l) { return l < 256 ? "letter '" + std::string(1, static_cast<char>(l)) + "'"
                                          : "ellipsis dim " + std::to_string(l - 256); };
   auto isOne = [](const Dim &d) { return d.asInt() && *d.asInt() == 1; };
-  // A label's size: its first dim, or, in the ellipsis, its first dim that is not 1 (broadcast).
+  // A label's size: its first dim that is not 1; a dim of 1 broadcasts (numpy,
+  // onnxruntime and torch do this for letters as well as for the ellipsis).
   for (size_t i = 0; i < opLabels.size(); ++i)
     for (size_t d = 0; d < opLabels[i].size(); ++d) {
       int l = opLabels[i][d];
@@ -263,14 +264,14 @@ llvm::Expected<OpResult> inferEinsum(const OpInputs &in) {
       auto [it, fresh] = id.emplace(l, static_cast<int64_t>(r.auxExprs.size()));
       if (fresh)
         r.auxExprs.push_back(now);
-      else if (l >= 256 && isOne(r.auxExprs[it->second]))
+      else if (isOne(r.auxExprs[it->second]))
         r.auxExprs[it->second] = now;
     }
   for (size_t i = 0; i < opLabels.size(); ++i)
     for (size_t d = 0; d < opLabels[i].size(); ++d) {
       int l = opLabels[i][d];
       const Dim &size = r.auxExprs[id.at(l)], &now = in.shapes[i]->dims[d];
-      if (l >= 256 && isOne(now) && !isOne(size)) {
+      if (isOne(now) && !isOne(size)) {
         r.aux.push_back(-1); // broadcast along this dim: always element 0
         continue;
       }

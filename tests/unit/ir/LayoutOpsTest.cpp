@@ -375,6 +375,13 @@ TEST(Einsum, AShapeThatMustAgreeIsAnObligationNamingTheNode) {
   ASSERT_EQ(a.result->obligations.size(), 1u);
   EXPECT_NE(a.result->obligations[0].what.find("'/m/Einsum' (Einsum)"), std::string::npos);
   EXPECT_TRUE(Apply("Einsum", {concrete({2, 3}), concrete({4, 5})}, {{"equation", strAttr("ij,jk->ik")}}).isUserError());
+  // A letter of size 1 broadcasts, as in onnxruntime and torch: y[i, k] = sum_{j < 3} a[i, 0] * b[j, k].
+  Apply bc("Einsum", {concrete({2, 1}), concrete({3, 4})}, {{"equation", strAttr("ij,jk->ik")}});
+  ASSERT_EQ(bc.outShape(), "[2, 4]");
+  Dense y = bc.evaluate({iota({2, 1}), iota({3, 4})});
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t k = 0; k < 4; ++k)
+      EXPECT_DOUBLE_EQ(y.at({i, k}), i * (k + (4 + k) + (8 + k))) << i << ", " << k;
 }
 
 TEST(Einsum, MalformedEquationsAreUserErrorsNamingTheNode) {
