@@ -1,5 +1,5 @@
 // Index-driven operators: Gather with known indices (shape arithmetic and
-// constant picks), ConstantOfShape, Expand, Trilu (causal masks), and the
+// constant picks), ConstantOfShape, Expand, Tile, DepthToSpace, OneHot, Trilu (causal masks), and the
 // comparison/selection ops that build masks (Equal, Less, Greater, Not, And,
 // Or, Where). Masks made of index conditions stay index conditions, so a
 // Where over a causal mask becomes a Select the prover can split on.
@@ -237,6 +237,138 @@ Term expand(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx,
   return read(0, broadcastIndex(*in.shapes[0], idx), level);
 }
 
+// --- Tile (x.repeat) -----------------------------------------------------------
+// y[i] = x[i mod n] on every axis; output dim n * repeats.
+llvm::Expected<OpResult> inferTile(const OpInputs &in) {
+  if (!in.has(0) || !in.has(1))
+    return userError("node " + describe(in.node) + " needs input and repeats");
+  const Shape &s = *in.shapes[0];
+  auto reps = intInput(in, 1, "repeats");
+  if (!reps)
+    return reps.takeError();
+  if (reps->size() != s.rank())
+    return userError("node " + describe(in.node) + ": repeats has " + std::to_string(reps->size()) +
+                     " values for rank " + std::to_string(s.rank()));
+  OpResult r;
+  Shape out;
+  for (size_t d = 0; d < s.rank(); ++d) {
+    const Expr &k = (*reps)[d];
+    if (auto c = k.asInt(); c && *c < 0)
+      return userError("node " + describe(in.node) + ": negative repeat " + std::to_string(*c) + " on axis " +
+                       std::to_string(d));
+    if (!k.asInt())
+      r.obligations.push_back({"repeats of " + describe(in.node) + " are not negative", k >= Expr::intConst(0)});
+    out.dims.push_back((s.dims[d] * k).simplify());
+    // 1 marks an axis that is not repeated: its index passes through unchanged.
+    r.aux.push_back(k.asInt() == 1 ? 1 : 0);
+  }
+  r.shapes = {out};
+  r.dtypes = {in.dtypes[0]};
+  return r;
+}
+Term tile(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  IndexVec src;
+  for (size_t d = 0; d < idx.size(); ++d)
+    src.push_back(r.aux[d] ? idx[d] : mod(idx[d], in.shapes[0]->dims[d]));
+  return read(0, src, level);
+}
+
+// --- DepthToSpace (F.pixel_shuffle) -------------------------------------------------
+// [N, C, H, W] -> [N, C/(r*r), H*r, W*r]; y[n, c, h*r+i, w*r+j] reads channel
+// c*r*r + i*r + j (CRD, torch's pixel_shuffle) or (i*r + j)*C/(r*r) + c (DCR, the default).
+llvm::Expected<OpResult> inferDepthToSpace(const OpInputs &in) {
+  const Shape &s = *in.shapes[0];
+  if (s.rank() != 4)
+    return userError("node " + describe(in.node) + ": DepthToSpace needs a 4-D input, got rank " +
+                     std::to_string(s.rank()));
+  int64_t r = attrInt(in.node, "blocksize", 0);
+  if (r < 1)
+    return userError("node " + describe(in.node) + ": blocksize must be a positive integer");
+  const Attribute *m = in.node.attr("mode");
+  std::string mode = m && m->kind == Attribute::Kind::String ? m->s : "DCR";
+  if (mode != "DCR" && mode != "CRD")
+    return userError("node " + describe(in.node) + ": DepthToSpace mode '" + mode + "' (DCR or CRD)");
+  OpResult res;
+  Expr rr = Expr::intConst(r * r), c = s.dims[1];
+  if (auto cv = c.asInt(); cv && *cv % (r * r) != 0)
+    return userError("node " + describe(in.node) + ": " + std::to_string(*cv) + " channels do not divide into blocks of " +
+                     std::to_string(r * r));
+  if (!c.asInt())
+    res.obligations.push_back({"the channels of " + describe(in.node) + " divide into blocks of " +
+                                   std::to_string(r * r),
+                               mod(c, rr) == Expr::intConst(0)});
+  Shape out;
+  out.dims = {s.dims[0], floorDiv(c, rr).simplify(), (s.dims[2] * r).simplify(), (s.dims[3] * r).simplify()};
+  res.shapes = {out};
+  res.dtypes = {in.dtypes[0]};
+  res.aux = {r, mode == "CRD"};
+  return res;
+}
+Term depthToSpace(const OpInputs &, const OpResult &res, unsigned, const IndexVec &idx, const ReadFn &read,
+                  int level) {
+  Expr r = Expr::intConst(res.aux[0]);
+  Expr i = mod(idx[2], r), j = mod(idx[3], r);
+  Expr ch = res.aux[1] ? idx[1] * (res.aux[0] * res.aux[0]) + i * r + j : (i * r + j) * res.shapes[0].dims[1] + idx[1];
+  return read(0, {idx[0], ch, floorDiv(idx[2], r), floorDiv(idx[3], r)}, level);
+}
+
+// --- OneHot (F.one_hot) ----------------------------------------------------------
+// y[..., j, ...] = on if v == j (v = index + depth when negative) else off, the
+// new axis j in [0, depth) at `axis`. An index outside [-depth, depth) matches no j:
+// a row of `off` (ONNX), so it needs no obligation. aux = {axis}; auxExprs = {depth}.
+llvm::Expected<OpResult> inferOneHot(const OpInputs &in) {
+  if (in.shapes.size() != 3 || !in.has(0) || !in.has(1) || !in.has(2))
+    return userError("node " + describe(in.node) + " needs indices, depth and values");
+  const Shape &ind = *in.shapes[0];
+  int64_t outRank = static_cast<int64_t>(ind.rank()) + 1;
+  auto axis = normAxis(in.node, attrInt(in.node, "axis", -1), static_cast<size_t>(outRank));
+  if (!axis)
+    return axis.takeError();
+  auto depth = intInput(in, 1, "the depth");
+  if (!depth)
+    return depth.takeError();
+  if (depth->size() != 1)
+    return userError("node " + describe(in.node) + ": depth must be a single value");
+  if (in.shapes[2]->rank() != 1 || !in.shapes[2]->dims[0].asInt() || *in.shapes[2]->dims[0].asInt() != 2)
+    return userError("node " + describe(in.node) + ": values must be [off, on]");
+  // The two values must be known numbers: an unknown one would be a silent default.
+  if (!(in.data.size() > 2 && in.data[2] && in.data[2]->numElements() == 2))
+    return unsupportedError("node " + describe(in.node) + ": OneHot values that are not a constant [off, on]");
+  // The indices' integer values (token ids, expert ids); same requirement as Gather's data indices.
+  if (!(in.values.size() && in.values[0]) &&
+      !(in.inputValue && in.inputValue(0, indexVars("g", static_cast<unsigned>(ind.rank())))))
+    return unsupportedError("node " + describe(in.node) + ": the indices are data whose values are not known " +
+                            "(give integer inputs a `values` range in the spec)");
+  Expr n = (*depth)[0].simplify();
+  OpResult r;
+  if (auto c = n.asInt(); c && *c < 0)
+    return userError("node " + describe(in.node) + ": negative depth " + std::to_string(*c));
+  if (!n.asInt())
+    r.obligations.push_back({"the depth of " + describe(in.node) + " is not negative", n >= Expr::intConst(0)});
+  Shape out = ind;
+  out.dims.insert(out.dims.begin() + *axis, n);
+  r.shapes = {out};
+  r.dtypes = {in.dtypes[2]};
+  r.aux = {*axis};
+  r.auxExprs = {n};
+  return r;
+}
+Term oneHot(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  size_t axis = static_cast<size_t>(r.aux[0]);
+  IndexVec pos;
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (d != axis)
+      pos.push_back(idx[d]);
+  Term t = read(0, pos, level);
+  auto v = t && in.indexValue ? in.indexValue(t) : std::nullopt;
+  if (!v)
+    return nullptr;
+  const Expr &j = idx[axis], &n = r.auxExprs[0];
+  Expr zero = Expr::intConst(0);
+  Expr hit = (*v >= zero && *v == j) || (*v < zero && *v + n == j);
+  return mkMaskSelect(hit, mkConst(in.data[2]->at(1)), mkConst(in.data[2]->at(0)));
+}
+
 // --- Trilu ---------------------------------------------------------------------
 llvm::Expected<OpResult> inferTrilu(const OpInputs &in) {
   const Shape &s = *in.shapes[0];
@@ -402,6 +534,9 @@ std::vector<OpDef> indexOps() {
       opRow("ConstantOfShape", C::Compute, inferConstantOfShape, constantOfShape),
       opRow("Expand", C::View, inferExpand, expand),
       opRow("Trilu", C::Compute, inferTrilu, trilu),
+      opRow("Tile", C::View, inferTile, tile),
+      opRow("DepthToSpace", C::View, inferDepthToSpace, depthToSpace),
+      opRow("OneHot", C::Compute, inferOneHot, oneHot),
       opRow("Range", C::Compute, inferRange, range),
       opRow("Equal", C::Compute, inferCompare, compare),
       opRow("Less", C::Compute, inferCompare, compare),

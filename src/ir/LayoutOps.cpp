@@ -155,6 +155,22 @@ Term reshape(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &id
   return read(0, out, level);
 }
 
+// --- Flatten ------------------------------------------------------------------
+// [d0..dn) -> [prod(d[:axis]), prod(d[axis:])]: a Reshape whose element map is Reshape's.
+llvm::Expected<OpResult> inferFlatten(const OpInputs &in) {
+  const Shape &s = *in.shapes[0];
+  int64_t rank = static_cast<int64_t>(s.rank()), axis = attrInt(in.node, "axis", 1);
+  // Unlike most axes, axis == rank is allowed (output [prod, 1]).
+  if (axis < -rank || axis > rank)
+    return userError("node " + describe(in.node) + ": axis " + std::to_string(axis) + " out of range for rank " +
+                     std::to_string(rank));
+  if (axis < 0)
+    axis += rank;
+  Shape out;
+  out.dims = {product(s, 0, axis).simplify(), product(s, axis, rank).simplify()};
+  return one(out, in.dtypes[0]);
+}
+
 // --- Slice (any constant step) ---------------------------------------------------
 // Clamps like ONNX: negative starts/ends count from the end; both are clipped to [0, dim].
 Expr clampIndex(const Expr &v, const Expr &dim) {
@@ -434,6 +450,21 @@ llvm::Expected<OpResult> inferSplit(const OpInputs &in) {
   }
   r.obligations.push_back({"split sizes of " + describe(in.node) + " add up to the axis", off == s.dims[*axis]});
   r.aux = {*axis};
+  // Splitting a small integer vector (torch's repeat_interleave splits its repeats): keep the values.
+  if (s.rank() == 1 && in.values.size() && in.values[0]) {
+    int64_t at = 0;
+    for (size_t i = 0; i < n; ++i) {
+      auto len = r.shapes[i].dims[0].asInt();
+      if (!len || *len < 0 || at + *len > static_cast<int64_t>(in.values[0]->size()))
+        break;
+      IntTensor v;
+      v.dims = {*len};
+      v.vals.assign(in.values[0]->vals.begin() + at, in.values[0]->vals.begin() + at + *len);
+      r.values.resize(n);
+      r.values[i] = v;
+      at += *len;
+    }
+  }
   return r;
 }
 Term split(const OpInputs &, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read, int level) {
@@ -594,6 +625,7 @@ std::vector<OpDef> layoutOps() {
   return {
       opRow("Transpose", C::View, inferTranspose, transpose),
       opRow("Reshape", C::View, inferReshape, reshape),
+      opRow("Flatten", C::View, inferFlatten, reshape),
       opRow("Slice", C::View, inferSlice, slice),
       opRow("Pad", C::Compute, inferPad, pad),
       opRow("Concat", C::View, inferConcat, concat),

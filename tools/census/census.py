@@ -48,8 +48,19 @@ def bchw():
     return (torch.randn(2, 3, 8, 8),), {"x": {0: "batch"}}
 
 
-def ids():
-    return (torch.randint(0, 8, (2, 4)),), {"x": {0: "batch", 1: "seq"}}
+def rows():
+    """x[tokens, d]: a 2-D activation (flattened tokens)."""
+    return (torch.randn(4, 8),), {"x": {0: "tokens"}}
+
+
+def bc4hw():
+    return (torch.randn(2, 4, 4, 4),), {"x": {0: "batch"}}
+
+
+def ids(n=8):
+    """Token ids in [0, n): the third item is each integer input's index range,
+    written into the spec as `values: {min: 0, max: n - 1}` (docs/spec-format.md)."""
+    return (torch.randint(0, n, (2, 4)),), {"x": {0: "batch", 1: "seq"}}, {"x": n}
 
 
 # name -> (module, inputs-maker). Names say which torch use they exercise.
@@ -58,6 +69,12 @@ CATALOGUE = {}
 
 def entry(name, fn, inputs=bsd, params=()):
     CATALOGUE[name] = (lambda: Fn(fn, params), inputs)
+
+
+def example(inputs):
+    """(example inputs, dynamic axes, index range of each integer input)."""
+    made = inputs()
+    return made if len(made) == 3 else (*made, {})
 
 
 W = torch.randn(8, 8)
@@ -179,6 +196,77 @@ entry("F.max_pool2d", lambda m, x: F.max_pool2d(x, 2), bchw)
 entry("F.adaptive_avg_pool2d(1)", lambda m, x: F.adaptive_avg_pool2d(x, 1), bchw)
 entry("F.interpolate nearest", lambda m, x: F.interpolate(x, scale_factor=2.0), bchw)
 entry("F.dropout(eval)", lambda m, x: F.dropout(x, 0.1, training=False))
+# --- everyday transformer, MoE and vision code (issue 14: >= 150 distinct uses)
+entry("torch.chunk 3-way", lambda m, x: torch.chunk(x, 3, -1)[2])
+entry("torch.cat 3 pieces", lambda m, x: torch.cat([x, x * 2, x[:, :, :2]], -1))
+entry("x.masked_fill(arange mask)", lambda m, x: x.masked_fill(torch.arange(x.shape[1]).unsqueeze(-1) >= 2, 0.0))
+entry("torch.where(cond, x, scalar)", lambda m, x: torch.where(x > 0, x, 0.0))
+entry("SwiGLU (F.silu(a) * gate)", lambda m, x: (lambda a, g: F.silu(a) * g)(*x.chunk(2, -1)))
+entry("SwiGLU (two projections)", lambda m, x: F.linear(F.silu(F.linear(x, m.p0)) * F.linear(x, m.p1), m.p2),
+      params=(torch.randn(16, 8), torch.randn(16, 8), torch.randn(8, 16)))
+entry("F.glu", lambda m, x: F.glu(x, -1))
+entry("torch.clamp_min", lambda m, x: torch.clamp_min(x, 0.1))
+entry("x.clamp(max=)", lambda m, x: x.clamp(max=0.5))
+entry("x.t()", lambda m, x: x.t() @ x, rows)
+entry("x * torch.sigmoid(x) (manual SiLU)", lambda m, x: x * torch.sigmoid(x))
+entry("torch.flatten(x, 0, 1)", lambda m, x: torch.flatten(x, 0, 1))
+entry("x.view(-1)", lambda m, x: x.view(-1))
+entry("x.squeeze()", lambda m, x: x[:, :1].squeeze())
+entry("x.sum(dim=(1, 2))", lambda m, x: x.sum(dim=(1, 2)))
+entry("x.sum()", lambda m, x: x.sum())
+entry("x.mean(1)", lambda m, x: x.mean(1))
+entry("x.max()", lambda m, x: x.max())
+entry("x.var(1)", lambda m, x: x.var(1))
+entry("torch.baddbmm", lambda m, x: torch.baddbmm(x @ x.transpose(1, 2), x, x.transpose(1, 2), beta=0.5, alpha=0.25))
+entry("torch.addmm", lambda m, x: torch.addmm(m.p1, x, m.p0), rows, params=(W, torch.randn(8)))
+entry("F.linear on 4-D input", lambda m, x: F.linear(x.view(x.shape[0], x.shape[1], 2, 4), m.p0),
+      params=(torch.randn(6, 4),))
+entry("F.pixel_shuffle", lambda m, x: F.pixel_shuffle(x, 2), bc4hw)
+entry("x.unfold (tensor.unfold)", lambda m, x: x.unfold(2, 4, 4))
+entry("x[..., 1:] - x[..., :-1] (diff)", lambda m, x: x[..., 1:] - x[..., :-1])
+entry("torch.outer", lambda m, x: torch.outer(x[0, 0], x[1, 0]))
+entry("x.repeat_interleave(tensor)", lambda m, x: x.repeat_interleave(torch.tensor([1, 2, 1, 2, 1, 2, 1, 2]), dim=2))
+entry("x.expand_as", lambda m, x: x[:, :1].expand_as(x) + x)
+entry("torch.tril mask with diagonal", lambda m, x: (x @ x.transpose(1, 2)).masked_fill(
+    torch.tril(torch.ones(x.shape[1], x.shape[1]), diagonal=-1) == 0, float("-inf")))
+entry("attention with additive mask", lambda m, x: F.softmax(x @ x.transpose(1, 2) / 8 ** 0.5 + torch.triu(
+    torch.full((x.shape[1], x.shape[1]), float("-inf")), 1), -1) @ x)
+entry("RMSNorm (HF: float, variance, type_as)", lambda m, x: m.p0 * (x.float() * torch.rsqrt(
+    x.float().pow(2).mean(-1, keepdim=True) + 1e-6)).type_as(x), params=(torch.ones(8),))
+entry("RMSNorm (x / sqrt(mean + eps))", lambda m, x: x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-5))
+entry("ALiBi bias from arange", lambda m, x: x @ x.transpose(1, 2) + 0.5 * (
+    torch.arange(x.shape[1]).unsqueeze(0) - torch.arange(x.shape[1]).unsqueeze(1)))
+entry("rotary (cat of halves with neg)", lambda m, x: x * m.p0 + torch.cat([-x[..., 4:], x[..., :4]], -1) * m.p1,
+      params=(torch.randn(4, 8), torch.randn(4, 8)), inputs=lambda: ((torch.randn(2, 4, 8),), {"x": {0: "batch"}}))
+entry("MoE top-1 routing (argmax + one_hot)", lambda m, x: F.one_hot(F.linear(x, m.p0).argmax(-1), 4).float(),
+      params=(torch.randn(4, 8),))
+entry("MoE gate from routed ids (one_hot)", lambda m, x, e: x * F.one_hot(e, 4).float().sum(-1, keepdim=True),
+      lambda: ((torch.randn(2, 4, 8), torch.randint(0, 4, (2, 4))),
+               {"x": {0: "batch", 1: "seq"}, "e": {0: "batch", 1: "seq"}}, {"e": 4}))
+entry("torch.einsum bhqd,bhkd", lambda m, x: torch.einsum("bhqd,bhkd->bhqk", x.unsqueeze(1), x.unsqueeze(1)))
+entry("torch.einsum bsd,d", lambda m, x: torch.einsum("bsd,d->bs", x, m.p0), params=(torch.randn(8),))
+entry("torch.einsum ...d,de (ellipsis)", lambda m, x: torch.einsum("...d,de->...e", x, m.p0), params=(W,))
+entry("torch.einsum implicit ij,jk", lambda m, x: torch.einsum("ij,jk", x, m.p0), rows, params=(W,))
+entry("logits.gather(-1, target)", lambda m, x, t: F.log_softmax(x, -1).gather(-1, t.unsqueeze(-1)).squeeze(-1),
+      lambda: ((torch.randn(2, 4, 8), torch.randint(0, 8, (2, 4))),
+               {"x": {0: "batch", 1: "seq"}, "t": {0: "batch", 1: "seq"}}, {"t": 8}))
+entry("padding mask from ids", lambda m, x, i: x.masked_fill((i == 0).unsqueeze(-1), 0.0),
+      lambda: ((torch.randn(2, 4, 8), torch.randint(0, 8, (2, 4))),
+               {"x": {0: "batch", 1: "seq"}, "i": {0: "batch", 1: "seq"}}, {"i": 8}))
+entry("token + position embedding", lambda m, x: F.embedding(x, m.p0) + F.embedding(torch.arange(x.shape[1]), m.p1),
+      ids, params=(W, torch.randn(4, 8)))
+entry("split heads (view + transpose)", lambda m, x: x.view(x.shape[0], x.shape[1], 2, 4).transpose(1, 2))
+entry("merge heads (transpose + reshape)", lambda m, x: x.view(x.shape[0], x.shape[1], 2, 4).transpose(1, 2)
+      .transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))
+entry("GELU (tanh formula)", lambda m, x: 0.5 * x * (1 + torch.tanh(0.7978845608 * (x + 0.044715 * x ** 3))))
+entry("stable softmax (manual)", lambda m, x: (lambda e: e / e.sum(-1, keepdim=True))(
+    torch.exp(x - x.amax(-1, keepdim=True))))
+entry("F.softmax(x.float()).type_as", lambda m, x: F.softmax(x.float(), -1).type_as(x))
+entry("ViT patch embedding (conv, flatten(2), transpose)", lambda m, x: F.conv2d(x, m.p0, stride=4).flatten(2)
+      .transpose(1, 2), bchw, params=(torch.randn(4, 3, 4, 4),))
+entry("ViT cls token (expand + cat)", lambda m, x: torch.cat([m.p0.expand(x.shape[0], -1, -1), x], 1),
+      params=(torch.randn(1, 1, 8),))
+entry("torch.ones_like", lambda m, x: x + torch.ones_like(x))
 
 
 def pattern(node, consts):
@@ -219,13 +307,26 @@ def collect(path):
     return model, [(n.op_type, n.domain or "ai.onnx", pattern(n, consts), n.name) for n in model.graph.node]
 
 
-def write_spec(dirname, name, model):
-    ins = [i.name for i in model.graph.input]
+INTEGER_TYPES = {onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64,
+                 onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64}
+
+
+def write_spec(dirname, name, model, ranges):
+    """Everything replicated; an integer input (token ids, labels) gets its index
+    range, as a user would write it, so lookups and masks built from it can be followed."""
     outs = [o.name for o in model.graph.output]
+    lines = []
+    for i in model.graph.input:
+        if i.type.tensor_type.elem_type in INTEGER_TYPES:
+            if i.name not in ranges:
+                raise ValueError(f"integer input {i.name} has no index range in the catalogue")
+            lines.append(f"  \"{i.name}\": {{replicated: true, values: {{min: 0, max: {ranges[i.name] - 1}}}}}\n")
+        else:
+            lines.append(f"  \"{i.name}\": replicated\n")
     spec = os.path.join(dirname, name + ".yaml")
     with open(spec, "w") as f:
         f.write("shardproof: 1\nreference: m.onnx\nimplementation:\n  world_size: 1\n  ranks: [m.onnx]\n")
-        f.write("inputs:\n" + "".join(f"  \"{i}\": replicated\n" for i in ins))
+        f.write("inputs:\n" + "".join(lines))
         f.write("outputs:\n" + "".join(f"  \"{o}\": replicated\n" for o in outs))
     return spec
 
@@ -260,7 +361,7 @@ def main():
                 continue
             d = os.path.join(tmp, f"{idx:03d}")  # names like "x + y" and "x * y" would collide once sanitized
             os.makedirs(d)
-            xs, axes = inputs()
+            xs, axes, ranges = example(inputs)
             names = list(axes.keys())
             path = os.path.join(d, "m.onnx")
             try:
@@ -270,7 +371,12 @@ def main():
                 results[name] = ("EXPORT", str(e).splitlines()[0][:120])
                 continue
             model, nodes = collect(path)
-            verdict, reason = check(args.shardproof, write_spec(d, "m", model))
+            try:
+                spec = write_spec(d, "m", model, ranges)
+            except ValueError as e:  # a catalogue mistake: say so instead of guessing a range
+                results[name] = ("CATALOGUE", str(e))
+                continue
+            verdict, reason = check(args.shardproof, spec)
             results[name] = (verdict, reason)
             # Blame only the node the check names; other patterns of a failed entry were not decided by it.
             # "unsupported operator X" names the op, the table line before it the output: blame that op.
