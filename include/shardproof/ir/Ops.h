@@ -111,6 +111,11 @@ llvm::Expected<std::vector<smt::Expr>> intsFrom(const OpInputs &in, unsigned i, 
 llvm::Expected<int64_t> constInt(const Node &n, const smt::Expr &e, const char *what);
 /// Product of dims [from, to).
 smt::Expr product(const Shape &s, size_t from, size_t to);
+/// A small integer tensor's values gathered into `outDims`: element k takes
+/// source element srcIndex(multi-index of k), row-major; nullopt when a source
+/// index falls outside (LayoutOps.cpp).
+std::optional<IntTensor> remapValues(const IntTensor &v, const std::vector<int64_t> &outDims,
+                                     const std::function<std::vector<int64_t>(const std::vector<int64_t> &)> &srcIndex);
 /// A result with one output.
 OpResult one(Shape s, DType t);
 /// One output, the numpy broadcast of every input's shape, of type `t`.
@@ -130,6 +135,7 @@ inline OpDef opRow(const char *type, OpClass c, decltype(OpDef::infer) infer, de
 std::vector<OpDef> elementwiseOps();
 std::vector<OpDef> linalgOps();
 std::vector<OpDef> layoutOps();
+std::vector<OpDef> sliceOps();
 std::vector<OpDef> collectiveOps();
 std::vector<OpDef> reduceOps();
 std::vector<OpDef> indexOps();
