@@ -133,5 +133,6 @@ std::vector<OpDef> layoutOps();
 std::vector<OpDef> collectiveOps();
 std::vector<OpDef> reduceOps();
 std::vector<OpDef> indexOps();
+std::vector<OpDef> scanOps();
 
 } // namespace shardproof::ir
