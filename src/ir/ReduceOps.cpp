@@ -111,8 +111,8 @@ Term reduceSum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &
 }
 
 template <Fn Op>
-Term reduceExtremum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read,
-                    int level) {
+Term reduceBy(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read,
+             int level) {
   std::vector<int64_t> axes(r.aux.begin(), r.aux.end() - 1);
   return sumOver(
       *in.shapes[0], axes, reducedSource(in, r, idx), level,
@@ -337,9 +337,9 @@ std::vector<OpDef> reduceOps() {
   return {
       opRow("ReduceSum", OpClass::Compute, inferReduce, reduceSum),
       opRow("ReduceMean", OpClass::Compute, inferReduce, reduceMean),
-      opRow("ReduceMax", OpClass::Compute, inferReduce, reduceExtremum<Fn::Max2>),
-      opRow("ReduceMin", OpClass::Compute, inferReduce, reduceExtremum<Fn::Min2>),
-      opRow("ReduceProd", OpClass::Compute, inferReduce, reduceExtremum<Fn::Mul>),
+      opRow("ReduceMax", OpClass::Compute, inferReduce, reduceBy<Fn::Max2>),
+      opRow("ReduceMin", OpClass::Compute, inferReduce, reduceBy<Fn::Min2>),
+      opRow("ReduceProd", OpClass::Compute, inferReduce, reduceBy<Fn::Mul>),
       opRow("ReduceL1", OpClass::Compute, inferReduce, reduceL1),
       opRow("ReduceL2", OpClass::Compute, inferReduce, reduceL2),
       opRow("ReduceSumSquare", OpClass::Compute, inferReduce, reduceSumSquare),
