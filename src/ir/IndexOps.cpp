@@ -34,7 +34,8 @@ static llvm::Expected<DataIndex> dataIndexAt(const OpInputs &in, const Shape &in
   auto v = in.inputValue(1, di.pos);
   if (!v)
     return unsupportedError("node " + describe(in.node) + ": the indices are data whose values are not known " +
-                            "(give integer inputs a `values` range in the spec)");
+                            "(give integer inputs a `values` range in the spec; indices computed from floats, " +
+                            "as by ArgMax or TopK, have none)");
   di.value = *v;
   for (size_t d = 0; d < ind.rank(); ++d)
     di.inside.push_back(inRange(di.pos[d], Expr::intConst(0), ind.dims[d]));

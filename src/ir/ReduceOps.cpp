@@ -1,5 +1,5 @@
-// Reductions over axes: ReduceSum/ReduceMean/ReduceMax/ReduceMin,
-// Softmax/LogSoftmax and LayerNormalization. Each is a Sum term (a sum, or the
+// Reductions over axes: ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/
+// LogSumExp, Softmax/LogSoftmax, LayerNormalization and InstanceNormalization. Each is a Sum term (a sum, or the
 // max/min binder) over the reduced axes (nested, one binder per axis), so sharding of a reduced axis shows up as a split sum and
 // sharding of a kept axis passes straight through.
 #include "shardproof/ir/Ops.h"
@@ -14,7 +14,7 @@ using smt::Expr;
 
 // Sum over the axes in `axes` (sorted) of body(src, depth), where src is
 // `idx` with each reduced axis replaced by its bound variable.
-// `op` is the reduction: Fn::Add (a sum), Fn::Max2 or Fn::Min2 (the max/min binder).
+// `op` is the reduction: Fn::Add (a sum), Fn::Mul (a product), Fn::Max2 or Fn::Min2 (the max/min binder).
 Term sumOver(const Shape &s, const std::vector<int64_t> &axes, IndexVec src, int level,
              const std::function<Term(const IndexVec &, int)> &body, Fn op = Fn::Add) {
   for (size_t k = 0; k < axes.size(); ++k)
@@ -111,12 +111,44 @@ Term reduceSum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &
 }
 
 template <Fn Op>
-Term reduceExtremum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read,
-                    int level) {
+Term reduceBy(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read,
+             int level) {
   std::vector<int64_t> axes(r.aux.begin(), r.aux.end() - 1);
   return sumOver(
       *in.shapes[0], axes, reducedSource(in, r, idx), level,
       [&](const IndexVec &src, int l) { return read(0, src, l); }, Op);
+}
+
+// A sum over the reduced axes of f(x) (ReduceL1/L2/SumSquare/LogSumExp), then g.
+Term reduceMapped(const OpInputs &in, const OpResult &r, const IndexVec &idx, const ReadFn &read, int level,
+                  Term (*f)(const Term &)) {
+  std::vector<int64_t> axes(r.aux.begin(), r.aux.end() - 1);
+  return sumOver(*in.shapes[0], axes, reducedSource(in, r, idx), level,
+                 [&](const IndexVec &src, int l) { return f(read(0, src, l)); });
+}
+Term square(const Term &x) { return mkMul({x, x}); }
+Term absOf(const Term &x) { return mkApply(Fn::Abs, {x}); }
+Term expOf(const Term &x) { return mkApply(Fn::Exp, {x}); }
+
+Term reduceL1(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  return reduceMapped(in, r, idx, read, level, absOf);
+}
+Term reduceL2(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  return mkApply(Fn::Sqrt, {reduceMapped(in, r, idx, read, level, square)});
+}
+Term reduceSumSquare(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read,
+                     int level) {
+  return reduceMapped(in, r, idx, read, level, square);
+}
+Term reduceLogSum(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read,
+                  int level) {
+  return mkApply(Fn::Log, {reduceSum(in, r, slot, idx, read, level)});
+}
+// log(sum exp(x)) exactly as ONNX defines it; the row max is not subtracted
+// (over the reals the two are equal, and Exp/Log are uninterpreted).
+Term reduceLogSumExp(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read,
+                     int level) {
+  return mkApply(Fn::Log, {reduceMapped(in, r, idx, read, level, expOf)});
 }
 
 Term reduceMean(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read,
@@ -245,14 +277,75 @@ Term layerNorm(const OpInputs &in, const OpResult &r, unsigned slot, const Index
   return y;
 }
 
+// --- InstanceNormalization ----------------------------------------------------
+// y = scale[c] * (x - mean) / sqrt(var + epsilon) + B[c], mean and (biased)
+// var over the spatial axes 2.. of each (n, c): F.instance_norm, and
+// F.group_norm after a reshape to [N, groups, -1].
+llvm::Expected<OpResult> inferInstanceNorm(const OpInputs &in) {
+  if (!in.has(0) || !in.has(1) || !in.has(2))
+    return userError("node " + describe(in.node) + " needs input, scale and B");
+  const Shape &s = *in.shapes[0];
+  // Rank 2 has no spatial axis: a mean over nothing, which we do not model.
+  if (s.rank() < 3)
+    return unsupportedError("node " + describe(in.node) + ": InstanceNormalization of a rank-" +
+                            std::to_string(s.rank()) + " input (no spatial axis)");
+  OpResult r = one(s, in.dtypes[0]);
+  for (unsigned i = 1; i <= 2; ++i) {
+    const Shape &p = *in.shapes[i];
+    if (p.rank() != 1)
+      return userError("node " + describe(in.node) + ": " + (i == 1 ? "scale" : "B") + " must be 1-D");
+    if (!p.dims[0].same(s.dims[1]))
+      r.obligations.push_back({std::string(i == 1 ? "scale" : "B") + " of " + describe(in.node) +
+                                   " has one entry per channel",
+                               p.dims[0] == s.dims[1]});
+  }
+  const Attribute *eps = in.node.attr("epsilon");
+  if (eps && eps->kind != Attribute::Kind::Float)
+    return userError("node " + describe(in.node) + ": epsilon is not a float");
+  double e = eps ? eps->f : 1e-5;
+  int64_t bits;
+  std::memcpy(&bits, &e, sizeof e);
+  r.aux = {bits};
+  return r;
+}
+
+Term instanceNorm(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read,
+                  int level) {
+  const Shape &s = *in.shapes[0];
+  std::vector<int64_t> axes;
+  for (int64_t d = 2; d < static_cast<int64_t>(s.rank()); ++d)
+    axes.push_back(d);
+  double eps;
+  std::memcpy(&eps, &r.aux[0], sizeof eps);
+  auto mean = [&](const IndexVec &at, int l) {
+    return mkMul({inverseCount(s, axes, l),
+                  sumOver(s, axes, at, l, [&](const IndexVec &src, int ll) { return read(0, src, ll); })});
+  };
+  auto centered = [&](const IndexVec &at, int l) { return mkSub(read(0, at, l), mean(at, l)); };
+  Term var = mkMul({inverseCount(s, axes, level), sumOver(s, axes, idx, level, [&](const IndexVec &src, int l) {
+                      Term c = centered(src, l);
+                      return mkMul({c, c});
+                    })});
+  Term invStd = mkApply(Fn::Recip, {mkApply(Fn::Sqrt, {mkAdd({var, mkConst(eps)})})});
+  IndexVec channel = {idx[1]};
+  return mkAdd({mkMul({centered(idx, level), invStd, read(1, channel, level)}), read(2, channel, level)});
+}
+
 } // namespace
 
 std::vector<OpDef> reduceOps() {
   return {
       opRow("ReduceSum", OpClass::Compute, inferReduce, reduceSum),
       opRow("ReduceMean", OpClass::Compute, inferReduce, reduceMean),
-      opRow("ReduceMax", OpClass::Compute, inferReduce, reduceExtremum<Fn::Max2>),
-      opRow("ReduceMin", OpClass::Compute, inferReduce, reduceExtremum<Fn::Min2>),
+      opRow("ReduceMax", OpClass::Compute, inferReduce, reduceBy<Fn::Max2>),
+      opRow("ReduceMin", OpClass::Compute, inferReduce, reduceBy<Fn::Min2>),
+      opRow("ReduceProd", OpClass::Compute, inferReduce, reduceBy<Fn::Mul>),
+      opRow("ReduceL1", OpClass::Compute, inferReduce, reduceL1),
+      opRow("ReduceL2", OpClass::Compute, inferReduce, reduceL2),
+      opRow("ReduceSumSquare", OpClass::Compute, inferReduce, reduceSumSquare),
+      opRow("ReduceLogSum", OpClass::Compute, inferReduce, reduceLogSum),
+      opRow("ReduceLogSumExp", OpClass::Compute, inferReduce, reduceLogSumExp),
+      opRow("InstanceNormalization", OpClass::Compute, inferInstanceNorm, instanceNorm),
       opRow("Softmax", OpClass::Compute, inferSoftmax, softmax),
       opRow("LogSoftmax", OpClass::Compute, inferSoftmax, logSoftmax),
       opRow("LayerNormalization", OpClass::Compute, inferLayerNorm, layerNorm),

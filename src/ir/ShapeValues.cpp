@@ -75,6 +75,51 @@ bool sameLayout(const std::string &op) {
   return op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" || op == "Expand";
 }
 
+// Reductions of a small integer tensor (torch's x.std writes the element
+// count as ReduceProd over a slice of Shape): r.aux holds the sorted reduced
+// axes and, last, keepdims (inferReduce).
+std::optional<IntTensor> foldReduce(const OpInputs &in, const OpResult &r, IntTensor out) {
+  const std::string &op = in.node.opType;
+  Fn red = op == "ReduceSum" ? Fn::Add : op == "ReduceProd" ? Fn::Mul : op == "ReduceMax" ? Fn::Max2 : Fn::Min2;
+  if (in.values.empty() || !in.values[0] || r.aux.empty())
+    return std::nullopt;
+  const IntTensor &x = *in.values[0];
+  int64_t inCount = 1;
+  for (auto d : x.dims)
+    inCount *= d;
+  if (inCount != static_cast<int64_t>(x.size()) || x.dims.size() != in.shapes[0]->rank())
+    return std::nullopt;
+  std::vector<bool> reduced(x.dims.size(), false);
+  for (auto it = r.aux.begin(); it + 1 != r.aux.end(); ++it)
+    reduced[*it] = true;
+  int64_t outCount = 1;
+  for (auto d : out.dims)
+    outCount *= d;
+  std::vector<std::optional<Expr>> acc(outCount);
+  for (int64_t f = 0; f < inCount; ++f) {
+    // The output position of input element f: its kept coordinates, row-major.
+    int64_t rest = f, o = 0, stride = 1;
+    for (size_t d = x.dims.size(); d-- > 0;) {
+      int64_t c = rest % x.dims[d];
+      rest /= x.dims[d];
+      if (!reduced[d]) {
+        o += c * stride;
+        stride *= x.dims[d];
+      }
+    }
+    const Expr &v = x.vals[f];
+    auto &a = acc[o];
+    a = !a ? v : red == Fn::Add ? *a + v : red == Fn::Mul ? *a * v : red == Fn::Max2 ? max(*a, v) : min(*a, v);
+  }
+  for (auto &a : acc) {
+    // An empty reduction: the identity (no integer one for max/min).
+    if (!a && (red == Fn::Max2 || red == Fn::Min2))
+      return std::nullopt;
+    out.vals.push_back(a ? a->simplify() : Expr::intConst(red == Fn::Mul ? 1 : 0));
+  }
+  return out;
+}
+
 } // namespace
 
 std::optional<IntTensor> foldIntValues(const OpInputs &in, const OpResult &r, unsigned slot) {
@@ -95,6 +140,8 @@ std::optional<IntTensor> foldIntValues(const OpInputs &in, const OpResult &r, un
   IntTensor out;
   out.dims = outDims;
   const std::string &op = n.opType;
+  if (op == "ReduceSum" || op == "ReduceProd" || op == "ReduceMax" || op == "ReduceMin")
+    return foldReduce(in, r, out);
   if (op == "Clip") {
     // Optional bounds: min(max(x, lo), hi) with the absent ones left out.
     for (unsigned i = 0; i < 3; ++i)

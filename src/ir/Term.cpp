@@ -164,6 +164,8 @@ Term mkDiv(const Term &a, const Term &b) {
 }
 
 double reduceIdentity(Fn op) {
+  if (op == Fn::Mul)
+    return 1; // the empty product
   if (op == Fn::Max2)
     return -INFINITY;
   if (op == Fn::Min2)
@@ -244,8 +246,13 @@ Term mkReduce(Fn op, int level, smt::Expr lo, smt::Expr hi, Term body) {
   if (op == Fn::Add && isConst(body, 0))
     return body;
   // The max of a constant over a range known to be non-empty is that constant.
-  if (op != Fn::Add && body->kind == TermKind::Const && l && h)
+  if ((op == Fn::Max2 || op == Fn::Min2) && body->kind == TermKind::Const && l && h)
     return body;
+  // A product of ones is 1; of another constant c over n elements, c^n (not c).
+  if (op == Fn::Mul && isConst(body, 1))
+    return body;
+  if (op == Fn::Mul && body->kind == TermKind::Const && l && h)
+    return mkConst(std::pow(body->value, static_cast<double>(*h - *l)));
   TermNode n{TermKind::Sum};
   n.red = op;
   n.level = level;
@@ -558,7 +565,7 @@ std::string str(const Term &t, const std::function<std::string(ClassId)> &classN
     return s + ")";
   }
   case TermKind::Sum:
-    return std::string(t->red == Fn::Max2 ? "max" : t->red == Fn::Min2 ? "min" : "sum") + "(k!" + std::to_string(t->level) + " in [" + t->lo.str() + ", " + t->hi.str() +
+    return std::string(t->red == Fn::Max2 ? "max" : t->red == Fn::Min2 ? "min" : t->red == Fn::Mul ? "prod" : "sum") + "(k!" + std::to_string(t->level) + " in [" + t->lo.str() + ", " + t->hi.str() +
            "): " + rec(t->args[0]) + ")";
   case TermKind::Select:
     return "(" + t->cond.str() + " ? " + rec(t->args[0]) + " : " + rec(t->args[1]) + ")";

@@ -221,7 +221,7 @@ struct Evaluator {
       for (int64_t v = lo; v < hi; ++v) {
         env[k] = v;
         double x = eval(t->args[0]);
-        s = t->red == Fn::Max2 ? std::max(s, x) : t->red == Fn::Min2 ? std::min(s, x) : s + x;
+        s = t->red == Fn::Max2 ? std::max(s, x) : t->red == Fn::Min2 ? std::min(s, x) : t->red == Fn::Mul ? s * x : s + x;
       }
       env.erase(k);
       see(t, {}, s);

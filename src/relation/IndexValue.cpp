@@ -142,7 +142,8 @@ std::optional<Expr> IndexValues::indexValue(const ClassTable &table, const Term 
   }
   case TermKind::Sum: {
     // sum(k in [lo, hi): c) = c * max(hi - lo, 0): Range's index-valued elements.
-    auto c = t->args[0]->kind == TermKind::Const ? sub(t->args[0]) : std::nullopt;
+    // Only a sum: a max/min/product of a constant is not c * n.
+    auto c = t->red == Fn::Add && t->args[0]->kind == TermKind::Const ? sub(t->args[0]) : std::nullopt;
     if (!c)
       return std::nullopt;
     Expr n = (t->hi - t->lo).simplify();

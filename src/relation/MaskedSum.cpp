@@ -178,6 +178,8 @@ struct Finiteness {
         return body; // sums of reals and -infs (the empty sum is 0)
       if (t->red == Fn::Max2)
         return nonEmpty ? body : Fin::FiniteOrNegInf; // the empty max is -inf
+      if (t->red == Fn::Mul) // -inf * -inf = +inf, -inf * 0 = NaN; the empty product is 1
+        return body == Fin::Finite ? Fin::Finite : Fin::Unknown;
       return nonEmpty ? body : Fin::Unknown;          // the empty min is +inf
     }
     case TermKind::Apply:

@@ -140,5 +140,6 @@ std::vector<OpDef> collectiveOps();
 std::vector<OpDef> reduceOps();
 std::vector<OpDef> indexOps();
 std::vector<OpDef> activationOps();
+std::vector<OpDef> scanOps();
 
 } // namespace shardproof::ir
