@@ -11,7 +11,8 @@ static std::string canonDomain(const std::string &d) { return d == "ai.onnx" ? "
 static const std::map<std::pair<std::string, std::string>, OpDef> &table() {
   static const auto t = [] {
     std::map<std::pair<std::string, std::string>, OpDef> m;
-    for (auto fam : {elementwiseOps, linalgOps, layoutOps, collectiveOps, reduceOps, indexOps, activationOps})
+    for (auto fam : {elementwiseOps, linalgOps, layoutOps, collectiveOps, reduceOps, indexOps, activationOps,
+                     windowOps})
       for (const OpDef &d : fam())
         m.emplace(std::make_pair(std::string(d.domain), std::string(d.type)), d);
     return m;

@@ -134,5 +134,6 @@ std::vector<OpDef> collectiveOps();
 std::vector<OpDef> reduceOps();
 std::vector<OpDef> indexOps();
 std::vector<OpDef> activationOps();
+std::vector<OpDef> windowOps(); // Conv, pools, Resize
 
 } // namespace shardproof::ir
