@@ -25,6 +25,7 @@ import varlen  # noqa: E402
 import stepped  # noqa: E402
 import padsplit  # noqa: E402
 import training  # noqa: E402
+import conv  # noqa: E402
 
 
 def main():
@@ -49,6 +50,7 @@ def main():
     varlen.generate(out)
     stepped.generate(out)
     padsplit.generate(out)
+    conv.generate(out)
     # The layouts above on more world sizes (each on a forked RNG).
     gpt.generate_worlds(out)
     llama.generate_worlds(out)
