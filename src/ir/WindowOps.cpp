@@ -285,6 +285,11 @@ llvm::Expected<OpResult> inferPool(const OpInputs &in, bool isMax) {
     // A window made only of padding has no value (an average of nothing).
     if (w->pb[j] >= w->extent(j) || w->pe[j] >= w->extent(j))
       return unsupportedError("node " + describe(in.node) + ": pads as wide as the window");
+    // A dilated window can straddle the input with every tap in the padding
+    // (onnxruntime's max is then the lowest float, ours -inf): dilation only
+    // where no tap can leave the input.
+    if (w->d[j] > 1 && (w->checkLow(j) || w->checkHigh(j)))
+      return unsupportedError("node " + describe(in.node) + ": MaxPool with dilations and pads or ceil_mode");
     // With ceil_mode, torch drops a last window that starts in the trailing
     // padding and onnxruntime (opset 17) keeps it; they agree when that
     // cannot happen: stride + trailing pad <= the window's extent.

@@ -408,6 +408,14 @@ TEST(WindowOps, PoolsRefuseWhatTheyDoNotModel) {
   Attrs wide = {{"kernel_shape", intsAttr({2, 2})}, {"strides", intsAttr({3, 3})}, {"ceil_mode", intAttr(1)}};
   Op stride("MaxPool", {x}, wide);
   EXPECT_FALSE(stride.result.has_value());
+  // Kernel 2, dilation 3 and pads (1, 2) over one element: the only window's
+  // taps at -1 and 2 both fall in the padding.
+  Shape one;
+  one.dims = {num(1), num(1), num(1)};
+  Op allPadding("MaxPool", {one},
+                {{"kernel_shape", intsAttr({2})}, {"dilations", intsAttr({3})}, {"pads", intsAttr({1, 2})}});
+  EXPECT_FALSE(allPadding.result.has_value());
+  EXPECT_NE(allPadding.error.find("dilations"), std::string::npos) << allPadding.error;
   Op noKernel("MaxPool", {x});
   EXPECT_FALSE(noKernel.result.has_value());
   Attrs dil = k2;
