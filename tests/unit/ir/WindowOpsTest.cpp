@@ -95,7 +95,7 @@ struct Op {
     result = std::move(*r);
   }
   OpInputs inputs() const {
-    OpInputs in{node, shapes, {}, values, data, 1};
+    OpInputs in{node, shapes, {}, values, data, 1, 17, {}, {}, {}};
     in.dtypes.assign(shapes.size(), DType::Float);
     return in;
   }
