@@ -12,7 +12,7 @@ static const std::map<std::pair<std::string, std::string>, OpDef> &table() {
   static const auto t = [] {
     std::map<std::pair<std::string, std::string>, OpDef> m;
     for (auto fam : {elementwiseOps, linalgOps, layoutOps, sliceOps, collectiveOps, reduceOps, indexOps,
-                     activationOps, scanOps})
+                     activationOps, scanOps, windowOps})
       for (const OpDef &d : fam())
         m.emplace(std::make_pair(std::string(d.domain), std::string(d.type)), d);
     return m;

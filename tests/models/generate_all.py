@@ -26,6 +26,7 @@ import stepped  # noqa: E402
 import padsplit  # noqa: E402
 import training  # noqa: E402
 import cumsum  # noqa: E402
+import conv  # noqa: E402
 
 
 def main():
@@ -51,6 +52,7 @@ def main():
     stepped.generate(out)
     padsplit.generate(out)
     cumsum.generate(out)
+    conv.generate(out)
     # The layouts above on more world sizes (each on a forked RNG).
     gpt.generate_worlds(out)
     llama.generate_worlds(out)

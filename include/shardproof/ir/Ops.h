@@ -141,5 +141,6 @@ std::vector<OpDef> reduceOps();
 std::vector<OpDef> indexOps();
 std::vector<OpDef> activationOps();
 std::vector<OpDef> scanOps();
+std::vector<OpDef> windowOps(); // Conv, pools, Resize
 
 } // namespace shardproof::ir
