@@ -253,6 +253,11 @@ Term mkReduce(Fn op, int level, smt::Expr lo, smt::Expr hi, Term body) {
     return body;
   if (op == Fn::Mul && body->kind == TermKind::Const && l && h)
     return mkConst(std::pow(body->value, static_cast<double>(*h - *l)));
+  // A reduction over exactly one element is that element, for every op: the
+  // body at k!level = lo, its inner binders moved up one level (`x[:, :1].sum(1)`
+  // is x[:, 0], which the reference reads as such).
+  if (auto width = (hi - lo).simplify().asInt(); width && *width == 1)
+    return relevel(substitute(body, {boundVar(level)}, {lo}), level + 1, -1);
   TermNode n{TermKind::Sum};
   n.red = op;
   n.level = level;

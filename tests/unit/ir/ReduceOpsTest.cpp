@@ -325,3 +325,19 @@ TEST(TopK, UnsortedOutputHasNoExactOrderAndIsUnsupported) {
   ASSERT_EQ(tooMany.result->obligations.size(), 1u);
   EXPECT_EQ(tooMany.result->obligations[0].cond.simplify().asBool(), false); // K = 6 > 5
 }
+
+// A rank's offset `totals[:, :1].sum(1)` is a reduction over one element: it
+// must be that element, or it is never matched with the reference's x[:, 0]
+// (cumsum_sp2 was UNKNOWN). The inner binder moves up a level.
+TEST(Reductions, AReductionOverOneElementIsThatElement) {
+  Expr s = Expr::intVar("s"), n = Expr::intVar("n");
+  for (Fn op : {Fn::Add, Fn::Mul, Fn::Max2, Fn::Min2}) {
+    Term inner = mkSum(1, Expr::intConst(0), n, mkRead(0, {boundVar(0), boundVar(1)}));
+    Term one = mkReduce(op, 0, s, s + Expr::intConst(1), inner);
+    Term expected = mkSum(0, Expr::intConst(0), n, mkRead(0, {s, boundVar(0)}));
+    EXPECT_TRUE(sameTerm(one, expected)) << str(one, [](ClassId) { return std::string("x"); });
+  }
+  // Two elements stay a reduction.
+  Term two = mkSum(0, s, s + Expr::intConst(2), mkRead(0, {boundVar(0)}));
+  EXPECT_EQ(two->kind, TermKind::Sum);
+}
