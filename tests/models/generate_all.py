@@ -27,6 +27,7 @@ import padsplit  # noqa: E402
 import training  # noqa: E402
 import cumsum  # noqa: E402
 import conv  # noqa: E402
+import pool  # noqa: E402
 
 
 def main():
@@ -53,6 +54,7 @@ def main():
     padsplit.generate(out)
     cumsum.generate(out)
     conv.generate(out)
+    pool.generate(out)
     # The layouts above on more world sizes (each on a forked RNG).
     gpt.generate_worlds(out)
     llama.generate_worlds(out)
