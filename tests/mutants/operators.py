@@ -290,13 +290,19 @@ def op_change_constant(fx):
 def op_change_attribute(fx):
     """An attribute the reference also has, changed on one rank: LayerNorm
     epsilon, the Softmax / LayerNorm / ReduceMean axis, a Transpose with its
-    last two axes exchanged."""
+    last two axes exchanged, a pooling or convolution window one step off."""
     edits = {
         "LayerNormalization": [("epsilon", lambda v: (v or 1e-5) * 10 + 0.5), ("axis", lambda v: (v if v is not None else -1) - 1)],
         "Softmax": [("axis", lambda v: (v if v is not None else -1) - 1)],
         "ReduceMean": [("axes", lambda v: [a - 1 for a in v] if v else None)],
         "Transpose": [("perm", lambda v: list(v[:-2]) + [v[-1], v[-2]] if v and len(v) >= 2 else None)],
     }
+    # A sliding window one step off on its first spatial axis: wider, longer strides,
+    # or one more row of padding before it (Conv's kernel_shape must match its weight).
+    first_plus_one = lambda v: [v[0] + 1] + list(v[1:]) if v else None  # noqa: E731
+    window = [("strides", first_plus_one), ("pads", first_plus_one)]
+    edits["AveragePool"] = edits["MaxPool"] = [("kernel_shape", first_plus_one)] + window
+    edits["Conv"] = window + [("dilations", first_plus_one)]
     for r in range(fx.P):
         for i, n in live_nodes_of(fx, r, tuple(edits)):
             for name, change in edits[n.op_type]:
