@@ -24,6 +24,10 @@ const char *toString(Verdict v) {
 std::string Session::renderAt(const Term &t, const smt::Model &m) const {
   std::vector<Expr> from, to;
   for (auto &[n, v] : m.values) {
+    // Sizes and the element's indices only: a reduction's bound variable k!L
+    // ranges over its sum, whatever value the model happened to give it.
+    if (n.rfind("k!", 0) == 0)
+      continue;
     from.push_back(Expr::intVar(n));
     to.push_back(Expr::intConst(v));
   }
