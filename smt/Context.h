@@ -1,6 +1,8 @@
 // Internal to smt/: the Z3 context shared by every Expr. Not a public header.
 #pragma once
 
+#include "shardproof/smt/Expr.h"
+
 #include <z3.h>
 
 namespace shardproof::smt::detail {
@@ -11,4 +13,13 @@ Z3_sort boolSort();
 /// Solver::setMemoryLimitMb): the builder or query that hit it is invalid.
 bool memoryOut();
 void resetMemoryOut();
+
+/// The Z3 handle of an Expr, and an Expr from a handle (taking a new
+/// reference): private to Expr, reachable from smt/ only.
+struct ExprAccess {
+  static Z3_ast raw(const Expr &e) { return e.ast_; }
+  static Expr fromRaw(Z3_ast a) { return Expr(a); }
+};
+inline Z3_ast raw(const Expr &e) { return ExprAccess::raw(e); }
+inline Expr fromRaw(Z3_ast a) { return ExprAccess::fromRaw(a); }
 } // namespace shardproof::smt::detail

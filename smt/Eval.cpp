@@ -1,7 +1,7 @@
 // Concrete evaluation of Exprs by walking the Z3 AST: replaying a counterexample
 // evaluates millions of index expressions, far too many for Z3_simplify.
 #include "smt/Context.h"
-#include "smt/Expr.h"
+#include "shardproof/smt/Expr.h"
 
 namespace shardproof::smt {
 
@@ -123,7 +123,7 @@ struct Walker {
 std::optional<int64_t> Expr::eval(const Env &env, const AppEnv &apps) const {
   if (!isValid())
     return std::nullopt;
-  return Walker{env, apps}.go(raw());
+  return Walker{env, apps}.go(detail::raw(*this));
 }
 
 } // namespace shardproof::smt

@@ -1,5 +1,6 @@
-#include "smt/Expr.h"
+#include "shardproof/smt/Expr.h"
 #include "smt/Context.h"
+#include "smt/Poly.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -56,7 +57,7 @@ Expr::Expr(_Z3_ast *a) : ast_(a) {
   if (ast_)
     Z3_inc_ref(ctx(), ast_);
 }
-Expr Expr::fromRaw(_Z3_ast *a) { return Expr(a); }
+
 Expr::Expr(const Expr &o) : ast_(o.ast_) {
   if (ast_)
     Z3_inc_ref(ctx(), ast_);
@@ -98,7 +99,7 @@ Expr Expr::app(const std::string &fn, const std::vector<Expr> &args) {
   for (auto &a : args) {
     if (!a.isValid())
       return Expr();
-    raw.push_back(a.raw());
+    raw.push_back(detail::raw(a));
   }
   Z3_func_decl f = Z3_mk_func_decl(ctx(), Z3_mk_string_symbol(ctx(), fn.c_str()), static_cast<unsigned>(args.size()),
                                    domain.data(), detail::intSort());
@@ -112,8 +113,8 @@ Expr Expr::forall(const std::vector<Expr> &vars, const Expr &body) {
     return body;
   std::vector<Z3_app> bound;
   for (auto &v : vars)
-    bound.push_back(Z3_to_app(ctx(), v.raw()));
-  return Expr(Z3_mk_forall_const(ctx(), 0, static_cast<unsigned>(bound.size()), bound.data(), 0, nullptr, body.raw()));
+    bound.push_back(Z3_to_app(ctx(), detail::raw(v)));
+  return Expr(Z3_mk_forall_const(ctx(), 0, static_cast<unsigned>(bound.size()), bound.data(), 0, nullptr, detail::raw(body)));
 }
 
 static bool hasAppIn(Z3_ast a, int depth) {
@@ -198,16 +199,11 @@ std::optional<int64_t> Expr::asInt() const {
   return std::nullopt;
 }
 
-static Z3_decl_kind declKind(Z3_ast a) {
-  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
-    return Z3_OP_UNINTERPRETED;
-  return Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a)));
-}
 
 std::optional<bool> Expr::asBool() const {
   if (!ast_)
     return std::nullopt;
-  switch (declKind(ast_)) {
+  switch (detail::kindOf(ast_)) {
   case Z3_OP_TRUE: return true;
   case Z3_OP_FALSE: return false;
   default: return std::nullopt;
@@ -269,8 +265,8 @@ Expr Expr::substitute(const std::vector<Expr> &from, const std::vector<Expr> &to
   for (size_t i = 0; i < from.size() && i < to.size(); ++i) {
     if (!from[i].isValid() || !to[i].isValid())
       return Expr();
-    f.push_back(from[i].raw());
-    t.push_back(to[i].raw());
+    f.push_back(detail::raw(from[i]));
+    t.push_back(detail::raw(to[i]));
   }
   return Expr(Z3_substitute(ctx(), ast_, static_cast<unsigned>(f.size()), f.data(), t.data()));
 }
@@ -295,7 +291,7 @@ std::optional<std::pair<int64_t, Expr>> Expr::affineIn(const std::string &var) c
       coef = 1;
       return 1;
     }
-    if (declKind(t) == Z3_OP_MUL) {
+    if (detail::kindOf(t) == Z3_OP_MUL) {
       auto as = argsOf(t);
       if (as.size() == 2) {
         auto c = Expr(as[0]).asInt();
@@ -309,10 +305,10 @@ std::optional<std::pair<int64_t, Expr>> Expr::affineIn(const std::string &var) c
     return -1;
   };
   int64_t coef = 0;
-  if (declKind(s.raw()) == Z3_OP_ADD) {
+  if (detail::kindOf(detail::raw(s)) == Z3_OP_ADD) {
     int64_t total = 0;
     Expr rest = Expr::intConst(0);
-    for (Z3_ast t : argsOf(s.raw())) {
+    for (Z3_ast t : argsOf(detail::raw(s))) {
       int64_t c = 0;
       int k = term(t, c);
       if (k < 0)
@@ -324,7 +320,7 @@ std::optional<std::pair<int64_t, Expr>> Expr::affineIn(const std::string &var) c
     }
     return std::make_pair(total, rest.simplify());
   }
-  int k = term(s.raw(), coef);
+  int k = term(detail::raw(s), coef);
   if (k < 0)
     return std::nullopt;
   if (k == 0)
@@ -336,7 +332,7 @@ std::optional<std::tuple<Expr::Cmp, Expr, Expr>> Expr::asCmp() const {
   if (!ast_ || Z3_get_ast_kind(ctx(), ast_) != Z3_APP_AST)
     return std::nullopt;
   Cmp k;
-  switch (declKind(ast_)) {
+  switch (detail::kindOf(ast_)) {
   case Z3_OP_LT: k = Cmp::LT; break;
   case Z3_OP_LE: k = Cmp::LE; break;
   case Z3_OP_GT: k = Cmp::GT; break;
@@ -351,13 +347,13 @@ std::optional<std::tuple<Expr::Cmp, Expr, Expr>> Expr::asCmp() const {
 }
 
 std::optional<Expr> Expr::asNot() const {
-  if (!ast_ || declKind(ast_) != Z3_OP_NOT)
+  if (!ast_ || detail::kindOf(ast_) != Z3_OP_NOT)
     return std::nullopt;
   return Expr(argsOf(ast_)[0]);
 }
 
 std::optional<std::tuple<Expr, Expr, Expr>> Expr::asIte() const {
-  if (!ast_ || declKind(ast_) != Z3_OP_ITE)
+  if (!ast_ || detail::kindOf(ast_) != Z3_OP_ITE)
     return std::nullopt;
   auto a = argsOf(ast_);
   return std::make_tuple(Expr(a[0]), Expr(a[1]), Expr(a[2]));
@@ -373,7 +369,7 @@ std::optional<Expr> Expr::findIntIte() const {
     todo.pop_back();
     if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || !seen.insert(Z3_get_ast_id(ctx(), a)).second)
       continue;
-    if (declKind(a) == Z3_OP_ITE && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), a)) == Z3_INT_SORT)
+    if (detail::kindOf(a) == Z3_OP_ITE && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), a)) == Z3_INT_SORT)
       return Expr(a);
     auto args = argsOf(a);
     for (size_t i = args.size(); i-- > 0;)
@@ -383,7 +379,7 @@ std::optional<Expr> Expr::findIntIte() const {
 }
 
 static bool isIntComparison(Z3_ast a) {
-  switch (declKind(a)) {
+  switch (detail::kindOf(a)) {
   case Z3_OP_LE: case Z3_OP_LT: case Z3_OP_GE: case Z3_OP_GT: case Z3_OP_EQ: case Z3_OP_DISTINCT: {
     auto args = argsOf(a);
     return !args.empty() && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), args[0])) == Z3_INT_SORT;
@@ -395,7 +391,7 @@ static bool isIntComparison(Z3_ast a) {
 std::optional<Expr> Expr::findAtom() const {
   if (!ast_ || isIntComparison(ast_))
     return std::nullopt;
-  if (auto n = asNot(); n && isIntComparison(n->raw()))
+  if (auto n = asNot(); n && isIntComparison(detail::raw(*n)))
     return std::nullopt;
   std::vector<Z3_ast> todo{ast_};
   while (!todo.empty()) {
@@ -403,7 +399,7 @@ std::optional<Expr> Expr::findAtom() const {
     todo.pop_back();
     if (isIntComparison(a))
       return Expr(a);
-    switch (declKind(a)) {
+    switch (detail::kindOf(a)) {
     case Z3_OP_AND: case Z3_OP_OR: case Z3_OP_NOT: case Z3_OP_IMPLIES: case Z3_OP_IFF: case Z3_OP_XOR:
     case Z3_OP_EQ: case Z3_OP_ITE: {
       auto args = argsOf(a);
@@ -421,7 +417,7 @@ std::optional<Expr> Expr::findAtom() const {
 std::vector<Expr> Expr::conjuncts() const {
   if (!ast_)
     return {};
-  if (declKind(ast_) != Z3_OP_AND)
+  if (detail::kindOf(ast_) != Z3_OP_AND)
     return {*this};
   std::vector<Expr> out;
   for (Z3_ast a : argsOf(ast_))
@@ -467,8 +463,8 @@ Expr operator+(const Expr &a, const Expr &b) {
     return b;
   if (y && *y == 0)
     return a;
-  Z3_ast args[2] = {a.raw(), b.raw()};
-  return Expr::fromRaw(Z3_mk_add(ctx(), 2, args));
+  Z3_ast args[2] = {detail::raw(a), detail::raw(b)};
+  return detail::fromRaw(Z3_mk_add(ctx(), 2, args));
 }
 Expr operator-(const Expr &a, const Expr &b) {
   if (!bothValid(a, b))
@@ -480,8 +476,8 @@ Expr operator-(const Expr &a, const Expr &b) {
     return a;
   if (a.same(b))
     return Expr::intConst(0);
-  Z3_ast args[2] = {a.raw(), b.raw()};
-  return Expr::fromRaw(Z3_mk_sub(ctx(), 2, args));
+  Z3_ast args[2] = {detail::raw(a), detail::raw(b)};
+  return detail::fromRaw(Z3_mk_sub(ctx(), 2, args));
 }
 Expr operator-(const Expr &a) { return Expr::intConst(0) - a; }
 Expr operator*(const Expr &a, const Expr &b) {
@@ -496,8 +492,8 @@ Expr operator*(const Expr &a, const Expr &b) {
     return b;
   if (y && *y == 1)
     return a;
-  Z3_ast args[2] = {a.raw(), b.raw()};
-  return Expr::fromRaw(Z3_mk_mul(ctx(), 2, args));
+  Z3_ast args[2] = {detail::raw(a), detail::raw(b)};
+  return detail::fromRaw(Z3_mk_mul(ctx(), 2, args));
 }
 Expr floorDiv(const Expr &a, const Expr &b) {
   if (!bothValid(a, b))
@@ -513,7 +509,7 @@ Expr floorDiv(const Expr &a, const Expr &b) {
   if (auto q = dividePolynomial(a, b, false))
     return *q;
   // Z3's div is Euclidean; it agrees with floor division for positive divisors.
-  return Expr::fromRaw(Z3_mk_div(ctx(), a.raw(), b.raw()));
+  return detail::fromRaw(Z3_mk_div(ctx(), detail::raw(a), detail::raw(b)));
 }
 Expr mod(const Expr &a, const Expr &b) {
   if (!bothValid(a, b))
@@ -527,7 +523,7 @@ Expr mod(const Expr &a, const Expr &b) {
     return Expr::intConst(0);
   if (auto r = dividePolynomial(a, b, true))
     return *r;
-  return Expr::fromRaw(Z3_mk_mod(ctx(), a.raw(), b.raw()));
+  return detail::fromRaw(Z3_mk_mod(ctx(), detail::raw(a), detail::raw(b)));
 }
 Expr ceilDiv(const Expr &a, const Expr &b) { return floorDiv(a + b - Expr::intConst(1), b); }
 
@@ -545,7 +541,7 @@ static Expr euclid(const Expr &a, const Expr &b, bool wantMod) {
     if (!__builtin_sub_overflow(*x, r, &d) && !(d == INT64_MIN && *y == -1))
       return Expr::intConst(d / *y);
   }
-  return Expr::fromRaw(wantMod ? Z3_mk_mod(ctx(), a.raw(), b.raw()) : Z3_mk_div(ctx(), a.raw(), b.raw()));
+  return detail::fromRaw(wantMod ? Z3_mk_mod(ctx(), detail::raw(a), detail::raw(b)) : Z3_mk_div(ctx(), detail::raw(a), detail::raw(b)));
 }
 
 static bool divisorUsable(const Expr &a, const Expr &b) {
@@ -627,7 +623,7 @@ static Expr compare(const Expr &a, const Expr &b, F fold, Mk mk) {
   auto x = a.asInt(), y = b.asInt();
   if (x && y)
     return Expr::boolConst(fold(*x, *y));
-  return Expr::fromRaw(mk(ctx(), a.raw(), b.raw()));
+  return detail::fromRaw(mk(ctx(), detail::raw(a), detail::raw(b)));
 }
 
 Expr operator==(const Expr &a, const Expr &b) {
@@ -666,8 +662,8 @@ Expr operator&&(const Expr &a, const Expr &b) {
     return a;
   if (a.same(b))
     return a;
-  Z3_ast args[2] = {a.raw(), b.raw()};
-  return Expr::fromRaw(Z3_mk_and(ctx(), 2, args));
+  Z3_ast args[2] = {detail::raw(a), detail::raw(b)};
+  return detail::fromRaw(Z3_mk_and(ctx(), 2, args));
 }
 Expr operator||(const Expr &a, const Expr &b) {
   if (!bothValid(a, b))
@@ -681,17 +677,17 @@ Expr operator||(const Expr &a, const Expr &b) {
     return a;
   if (a.same(b))
     return a;
-  Z3_ast args[2] = {a.raw(), b.raw()};
-  return Expr::fromRaw(Z3_mk_or(ctx(), 2, args));
+  Z3_ast args[2] = {detail::raw(a), detail::raw(b)};
+  return detail::fromRaw(Z3_mk_or(ctx(), 2, args));
 }
 Expr operator!(const Expr &a) {
   if (!a.isValid())
     return Expr();
   if (auto x = a.asBool())
     return Expr::boolConst(!*x);
-  if (declKind(a.raw()) == Z3_OP_NOT)
-    return Expr::fromRaw(argsOf(a.raw())[0]);
-  return Expr::fromRaw(Z3_mk_not(ctx(), a.raw()));
+  if (detail::kindOf(detail::raw(a)) == Z3_OP_NOT)
+    return detail::fromRaw(argsOf(detail::raw(a))[0]);
+  return detail::fromRaw(Z3_mk_not(ctx(), detail::raw(a)));
 }
 Expr implies(const Expr &a, const Expr &b) { return !a || b; }
 Expr ite(const Expr &c, const Expr &t, const Expr &e) {
@@ -701,7 +697,7 @@ Expr ite(const Expr &c, const Expr &t, const Expr &e) {
     return *x ? t : e;
   if (t.same(e))
     return t;
-  return Expr::fromRaw(Z3_mk_ite(ctx(), c.raw(), t.raw(), e.raw()));
+  return detail::fromRaw(Z3_mk_ite(ctx(), detail::raw(c), detail::raw(t), detail::raw(e)));
 }
 Expr conj(const std::vector<Expr> &xs) {
   Expr r = Expr::boolConst(true);

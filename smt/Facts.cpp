@@ -1,6 +1,6 @@
 // SizeFacts: symbol lower bounds from the assumptions, and the rewrites they
 // justify (see Facts.h).
-#include "smt/Facts.h"
+#include "shardproof/smt/Facts.h"
 #include "smt/Poly.h"
 
 #include <unordered_map>
@@ -14,7 +14,7 @@ namespace {
 
 // A 0-ary uninterpreted constant (a size symbol), not a numeral.
 bool isSymbol(const Expr &e) {
-  Z3_ast a = e.raw();
+  Z3_ast a = raw(e);
   return Z3_get_ast_kind(ctx(), a) == Z3_APP_AST && numArgs(a) == 0 && kindOf(a) == Z3_OP_UNINTERPRETED &&
          e.isInt();
 }
@@ -52,7 +52,7 @@ struct End {
 void SizeFacts::learn(const Expr &fact) {
   if (!fact.isValid())
     return;
-  Z3_ast a = fact.raw();
+  Z3_ast a = raw(fact);
   Z3_decl_kind k = kindOf(a);
   if (k == Z3_OP_AND) {
     for (unsigned i = 0; i < numArgs(a); ++i)
@@ -61,7 +61,7 @@ void SizeFacts::learn(const Expr &fact) {
   }
   bool negated = false;
   if (k == Z3_OP_NOT) {
-    a = argOf(a, 0).raw();
+    a = raw(argOf(a, 0));
     k = kindOf(a);
     negated = true;
   }
@@ -112,14 +112,14 @@ public:
   explicit Rewriter(const SizeFacts &f) : facts(f) {}
 
   Expr run(const Expr &e) {
-    Z3_ast a = e.raw();
+    Z3_ast a = raw(e);
     if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || numArgs(a) == 0)
       return e;
     if (auto it = done.find(e.id()); it != done.end())
       return it->second.second;
     std::vector<Expr> args;
     Expr cur = mapArgs(e, [&](const Expr &x) { return run(x); }, args);
-    Z3_ast c = cur.raw();
+    Z3_ast c = raw(cur);
     Expr out = cur;
     if (isDivMod(kindOf(c)) && numArgs(c) == 2 && !args[1].asInt()) {
       if (auto r = cancelDivisor(args[0], args[1], kindOf(c) == Z3_OP_MOD))

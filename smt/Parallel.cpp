@@ -4,7 +4,7 @@
 // start; the workers only report which goals they proved (unsat negation), and
 // those enter the main solver's result cache. Everything else is asked again by
 // the caller on the main solver, so results never depend on the thread count.
-#include "smt/Solver.h"
+#include "shardproof/smt/Solver.h"
 #include "smt/Context.h"
 #include "smt/Watchdog.h"
 
@@ -15,6 +15,9 @@
 #include <unordered_set>
 
 namespace shardproof::smt {
+
+using detail::fromRaw;
+using detail::raw;
 
 namespace {
 
@@ -32,9 +35,9 @@ struct Worker {
     Z3_del_config(cfg);
     Z3_set_error_handler(c, onWorkerError);
     for (auto &a : assume)
-      assumptions.push_back(keep(Z3_translate(from, a.raw(), c)));
+      assumptions.push_back(keep(Z3_translate(from, raw(a), c)));
     for (auto &f : formulas)
-      goals.push_back(keep(Z3_translate(from, f.raw(), c)));
+      goals.push_back(keep(Z3_translate(from, raw(f), c)));
   }
   ~Worker() {
     for (auto *v : {&assumptions, &goals})

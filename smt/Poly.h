@@ -4,7 +4,7 @@
 #pragma once
 
 #include "smt/Context.h"
-#include "smt/Expr.h"
+#include "shardproof/smt/Expr.h"
 
 #include <cstdint>
 #include <map>
@@ -20,7 +20,7 @@ inline Z3_decl_kind kindOf(Z3_ast a) {
 }
 
 inline unsigned numArgs(Z3_ast a) { return Z3_get_app_num_args(ctx(), Z3_to_app(ctx(), a)); }
-inline Expr argOf(Z3_ast a, unsigned i) { return Expr::fromRaw(Z3_get_app_arg(ctx(), Z3_to_app(ctx(), a), i)); }
+inline Expr argOf(Z3_ast a, unsigned i) { return fromRaw(Z3_get_app_arg(ctx(), Z3_to_app(ctx(), a), i)); }
 
 inline bool isDivMod(Z3_decl_kind k) { return k == Z3_OP_DIV || k == Z3_OP_IDIV || k == Z3_OP_MOD; }
 
@@ -41,7 +41,7 @@ struct Linear {
       addProduct(constant, scale, *v);
       return;
     }
-    Z3_ast a = e.raw();
+    Z3_ast a = raw(e);
     switch (kindOf(a)) {
     case Z3_OP_ADD:
       for (unsigned i = 0; i < numArgs(a); ++i)
@@ -111,17 +111,17 @@ inline bool hasDivMod(Z3_ast a, int depth = 0) {
 // when no argument changes.
 template <class F>
 Expr mapArgs(const Expr &e, F f, std::vector<Expr> &args) {
-  Z3_ast a = e.raw();
+  Z3_ast a = raw(e);
   unsigned n = numArgs(a);
-  std::vector<Z3_ast> raw;
+  std::vector<Z3_ast> handles;
   bool changed = false;
   for (unsigned i = 0; i < n; ++i) {
     Expr x = argOf(a, i), y = f(x);
     changed |= !y.same(x);
     args.push_back(y);
-    raw.push_back(y.raw());
+    handles.push_back(raw(y));
   }
-  return changed ? Expr::fromRaw(Z3_update_term(ctx(), a, n, raw.data())) : e;
+  return changed ? fromRaw(Z3_update_term(ctx(), a, n, handles.data())) : e;
 }
 
 // A product as coefficient * atoms (by AST id, with repeats); nullopt on overflow.
@@ -138,7 +138,7 @@ inline bool factorInto(const Expr &e, Monomial &m) {
     m.coef = r;
     return true;
   }
-  Z3_ast a = e.raw();
+  Z3_ast a = raw(e);
   if (Z3_get_ast_kind(ctx(), a) == Z3_APP_AST && kindOf(a) == Z3_OP_MUL) {
     for (unsigned i = 0; i < numArgs(a); ++i)
       if (!factorInto(argOf(a, i), m))

@@ -1,6 +1,6 @@
 // Infix rendering of smt::Expr for reports, and SMT-LIB rendering for dumps.
 #include "smt/Context.h"
-#include "smt/Expr.h"
+#include "shardproof/smt/Expr.h"
 
 #include <string>
 #include <vector>
@@ -161,14 +161,14 @@ std::string Expr::str() const {
   if (!isValid())
     return "<invalid>";
   Printer p;
-  p.emit(raw(), 0);
+  p.emit(detail::raw(*this), 0);
   return p.out;
 }
 
 std::string Expr::smtlib() const {
   if (!isValid())
     return "<invalid>";
-  return Z3_ast_to_string(ctx(), raw());
+  return Z3_ast_to_string(ctx(), detail::raw(*this));
 }
 
 } // namespace shardproof::smt

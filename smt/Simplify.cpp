@@ -7,7 +7,7 @@
 //   (x div c) >= m               -> x >= c*m        (likewise <, <=, >, ==)
 // Each rule is applied bottom-up once, then Z3 simplifies the result again.
 #include "smt/Context.h"
-#include "smt/Expr.h"
+#include "shardproof/smt/Expr.h"
 #include "smt/Poly.h"
 
 #include <unordered_map>
@@ -24,14 +24,14 @@ namespace {
 
 /// `x div c` or `x mod c` with a numeral c > 0: {x, c}.
 std::optional<std::pair<Expr, int64_t>> byConstant(const Expr &e, Z3_decl_kind want) {
-  Z3_decl_kind k = kindOf(e.raw());
+  Z3_decl_kind k = kindOf(raw(e));
   bool match = want == Z3_OP_MOD ? k == Z3_OP_MOD : (k == Z3_OP_DIV || k == Z3_OP_IDIV);
-  if (!match || numArgs(e.raw()) != 2)
+  if (!match || numArgs(raw(e)) != 2)
     return std::nullopt;
-  auto c = argOf(e.raw(), 1).asInt();
+  auto c = argOf(raw(e), 1).asInt();
   if (!c || *c <= 0)
     return std::nullopt;
-  return std::make_pair(argOf(e.raw(), 0), *c);
+  return std::make_pair(argOf(raw(e), 0), *c);
 }
 
 // (c*q + r) div|mod c -> q + (r div c) | (r mod c).
@@ -164,13 +164,13 @@ std::optional<Expr> divideMonomialsImpl(const Expr &a, const Expr &b, bool isMod
 }
 
 Expr rewrite(const Expr &e) {
-  Z3_ast a = e.raw();
+  Z3_ast a = raw(e);
   if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || !hasDivMod(a))
     return e;
   unsigned n = numArgs(a);
   std::vector<Expr> args;
   Expr cur = mapArgs(e, rewrite, args);
-  Z3_decl_kind k = kindOf(cur.raw());
+  Z3_decl_kind k = kindOf(raw(cur));
   if (auto d = byConstant(cur, Z3_OP_DIV))
     return splitMultiples(d->first, d->second, false, cur);
   if (auto m = byConstant(cur, Z3_OP_MOD))
@@ -210,7 +210,7 @@ int64_t floorDivI(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 
 // constant rounded the right way (4*h - 6 < 0 is h < 2), so a head index scaled
 // by the head size becomes a plain bound on the head.
 Expr reduceByGcd(const Expr &e) {
-  Z3_ast a = e.raw();
+  Z3_ast a = raw(e);
   Z3_decl_kind k = kindOf(a);
   if (k == Z3_OP_AND || k == Z3_OP_OR || k == Z3_OP_NOT) {
     std::vector<Expr> args;
@@ -275,16 +275,16 @@ Expr Expr::simplify() const {
 
 Expr Expr::simplifyUncached() const {
   Expr s = fromRaw(Z3_simplify(ctx(), ast_));
-  for (int round = 0; round < 4 && hasDivMod(s.raw()); ++round) {
+  for (int round = 0; round < 4 && hasDivMod(raw(s)); ++round) {
     Expr r = rewrite(s);
     if (r.same(s))
       break;
-    s = fromRaw(Z3_simplify(ctx(), r.raw()));
+    s = fromRaw(Z3_simplify(ctx(), raw(r)));
   }
   if (s.isBool()) {
     Expr r = reduceByGcd(s);
     if (!r.same(s))
-      s = fromRaw(Z3_simplify(ctx(), r.raw()));
+      s = fromRaw(Z3_simplify(ctx(), raw(r)));
   }
   return s;
 }
@@ -305,12 +305,12 @@ std::pair<Expr, Expr> divModLinear(const Expr &e, int64_t c) {
 Expr dropModuli(const Expr &e, const std::function<bool(const Expr &, int64_t)> &inRange) {
   if (!e.isValid())
     return e;
-  Z3_ast a = e.raw();
+  Z3_ast a = raw(e);
   if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || !hasDivMod(a))
     return e;
   std::vector<Expr> args;
   Expr cur = mapArgs(e, [&](const Expr &x) { return dropModuli(x, inRange); }, args);
-  Z3_decl_kind k = kindOf(cur.raw());
+  Z3_decl_kind k = kindOf(raw(cur));
   if (isDivMod(k) && args.size() == 2)
     if (auto c = args[1].asInt(); c && *c > 0 && inRange(args[0], *c))
       return k == Z3_OP_MOD ? args[0] : Expr::intConst(0);

@@ -1,4 +1,4 @@
-#include "smt/Solver.h"
+#include "shardproof/smt/Solver.h"
 #include "smt/Context.h"
 #include "smt/Watchdog.h"
 
@@ -13,6 +13,8 @@
 
 namespace shardproof::smt {
 using detail::ctx;
+using detail::fromRaw;
+using detail::raw;
 
 static unsigned memoryLimitMb = 0; // as last given to Z3 (0: none)
 
@@ -175,7 +177,7 @@ Outcome checkOn(Z3_context c, Z3_solver s, detail::Watchdog &dog, const Expr &fo
   // Z3 4.8 lets some C++ exceptions escape its C API (std::length_error from
   // a vector sized by a constant near 2^60): an undecided query, not an abort.
   try {
-    Z3_solver_assert(c, s, formula.raw());
+    Z3_solver_assert(c, s, raw(formula));
     o.res = dog.check(c, s, timeoutMs, o.timedOut);
     if (o.res == Z3_L_TRUE && wantModel && !detail::memoryOut()) {
       Z3_model m = Z3_solver_get_model(c, s);
@@ -285,7 +287,7 @@ CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, b
       Z3_solver_inc_ref(c, I.inc);
     }
     for (; I.asserted < assumptions_.size(); ++I.asserted)
-      Z3_solver_assert(c, I.inc, assumptions_[I.asserted].raw());
+      Z3_solver_assert(c, I.inc, raw(assumptions_[I.asserted]));
     o = checkOn(c, I.inc, I.watchdog, formula, timeoutMs, /*scoped=*/true, wantModel);
     if (o.res == Z3_L_UNDEF) {
       // A canceled solver is not reused, and an incomplete answer of the
@@ -303,7 +305,7 @@ CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, b
     Z3_solver s = Z3_mk_solver(c);
     Z3_solver_inc_ref(c, s);
     for (auto &a : assumptions_)
-      Z3_solver_assert(c, s, a.raw());
+      Z3_solver_assert(c, s, raw(a));
     o = checkOn(c, s, I.watchdog, formula, timeoutMs, /*scoped=*/false, wantModel);
     Z3_solver_dec_ref(c, s);
   }

@@ -1,4 +1,5 @@
 #include "shardproof/ir/Term.h"
+#include "shardproof/support/Error.h"
 
 #include <llvm/ADT/DenseMap.h>
 
@@ -209,7 +210,25 @@ static Term mkExtremum(Fn f, std::vector<Term> args) {
   return finish(std::move(n));
 }
 
+// Operands each function takes (0: any number); a wrong count is a bug in an
+// op's index map, which would otherwise evaluate garbage or crash in replay.
+static size_t arity(Fn f) {
+  switch (f) {
+  case Fn::Recip: case Fn::Erf: case Fn::Tanh: case Fn::Exp: case Fn::Log: case Fn::Sqrt:
+  case Fn::Sigmoid: case Fn::Relu: case Fn::Abs: case Fn::Cos: case Fn::Sin:
+    return 1;
+  case Fn::Pow:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
 Term mkApply(Fn f, std::vector<Term> args, std::string name) {
+  SP_CHECK(arity(f) == 0 || args.size() == arity(f),
+           std::string("function ") + fnName(f) + " applied to " + std::to_string(args.size()) + " operands");
+  for (auto &a : args)
+    SP_CHECK(a != nullptr, std::string("function ") + fnName(f) + " applied to a missing operand");
   if (f == Fn::Add)
     return mkAdd(std::move(args));
   if (f == Fn::Mul)
@@ -238,6 +257,11 @@ Term mkReduceLike(const Term &like, smt::Expr lo, smt::Expr hi, Term body) {
 }
 
 Term mkReduce(Fn op, int level, smt::Expr lo, smt::Expr hi, Term body) {
+  // Binders are k!0, k!1, ... by depth; the op is one with an identity.
+  SP_CHECK(level >= 0, "a reduction bound at level " + std::to_string(level));
+  SP_CHECK(op == Fn::Add || op == Fn::Mul || op == Fn::Max2 || op == Fn::Min2,
+           std::string("a reduction by ") + fnName(op));
+  SP_CHECK(body != nullptr, "a reduction of a missing body");
   lo = lo.simplify();
   hi = hi.simplify();
   auto l = lo.asInt(), h = hi.asInt();

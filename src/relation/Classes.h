@@ -1,6 +1,8 @@
 // Internal: the tensor classes of the merged rank world.
 #pragma once
 
+#include "shardproof/support/Error.h"
+
 #include "shardproof/ir/Graph.h"
 #include "shardproof/ir/Term.h"
 
@@ -45,12 +47,16 @@ struct ClassInfo {
 class ClassTable {
 public:
   ClassId add(ClassInfo info);
+  // A class id from another table (the replay's local one, a stale memo) would
+  // read some other tensor's definition: checked, never trusted.
   const ClassInfo &operator[](ClassId c) const {
+    SP_CHECK(c < classes_.size(), "class id " + std::to_string(c) + " outside the class table");
     if (recording_)
       log_.push_back(c);
     return classes_[c];
   }
   ClassInfo &operator[](ClassId c) {
+    SP_CHECK(c < classes_.size(), "class id " + std::to_string(c) + " outside the class table");
     if (recording_)
       log_.push_back(c);
     return classes_[c];

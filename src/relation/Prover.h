@@ -9,7 +9,7 @@
 
 #include "Classes.h"
 
-#include "smt/Solver.h"
+#include "shardproof/smt/Solver.h"
 
 #include <cstdint>
 #include <map>

@@ -4,7 +4,7 @@
 // Range and Less.
 #pragma once
 
-#include "smt/Expr.h"
+#include "shardproof/smt/Expr.h"
 
 #include <cstdint>
 #include <optional>

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "shardproof/support/Error.h"
-#include "smt/Expr.h"
+#include "shardproof/smt/Expr.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringMap.h>

@@ -15,7 +15,7 @@
 // or "u!d" (a pattern's indices).
 #pragma once
 
-#include "smt/Expr.h"
+#include "shardproof/smt/Expr.h"
 
 #include <llvm/ADT/SmallVector.h>
 
@@ -58,7 +58,7 @@ struct TermNode {
   std::vector<Term> args; // Apply: operands; Sum: {body}; Select: {then, else}
   smt::Expr lo, hi;       // Sum: the bound variable ranges over [lo, hi)
   int level = 0;          // Sum: its binder is "k!<level>"
-  Fn red = Fn::Add;       // Sum: the reduction (Add: sum, Max2: max, Min2: min)
+  Fn red = Fn::Add;       // Sum: the reduction (Add: sum, Mul: product, Max2: max, Min2: min)
   smt::Expr cond;         // Select: boolean over index variables and symbols
   size_t hash = 0;        // structural
   size_t skeleton = 0;    // structural, ignoring index expressions and bounds
@@ -75,13 +75,14 @@ Term mkNeg(const Term &a);
 Term mkDiv(const Term &a, const Term &b);
 /// Sum over k!level in [lo, hi) of body (body built at depth level+1).
 Term mkSum(int level, smt::Expr lo, smt::Expr hi, Term body);
-/// The reduction `op` (Fn::Add, Fn::Max2 or Fn::Min2) over k!level in [lo, hi)
-/// of body: a sum, or the max/min binder (an empty range gives the op's
-/// identity: 0, -inf, +inf, as ONNX's ReduceMax/ReduceMin on an empty axis).
+/// The reduction `op` (Fn::Add, Fn::Mul, Fn::Max2 or Fn::Min2) over k!level in
+/// [lo, hi) of body: a sum, a product, or the max/min binder (an empty range
+/// gives the op's identity: 0, 1, -inf, +inf, as ONNX's reductions on an empty
+/// axis; a range of one element gives the body at k!level = lo).
 Term mkReduce(Fn op, int level, smt::Expr lo, smt::Expr hi, Term body);
 /// The same reduction as the Sum node `like` (its op and level) over another range/body.
 Term mkReduceLike(const Term &like, smt::Expr lo, smt::Expr hi, Term body);
-/// Identity element of a reduction op (0 for Add, -inf for Max2, +inf for Min2).
+/// Identity element of a reduction op (0 for Add, 1 for Mul, -inf for Max2, +inf for Min2).
 double reduceIdentity(Fn op);
 Term mkSelect(smt::Expr cond, Term thenT, Term elseT);
 /// A Select on a condition computed from integer data (a mask), with the

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "shardproof/support/Error.h"
-#include "smt/Expr.h"
+#include "shardproof/smt/Expr.h"
 
 #include <llvm/Support/Error.h>
 

@@ -2,6 +2,7 @@
 // never a crash and never a verdict. An unsupported operator is valid input we
 // cannot reason about: UNKNOWN (exit 2) naming the node.
 #include "Run.h"
+#include "ScratchDir.h"
 
 #include <gtest/gtest.h>
 
@@ -15,22 +16,15 @@ namespace fs = std::filesystem;
 namespace {
 
 // A scratch directory holding copies of the generated example models.
-class BadInput : public ::testing::Test {
+class BadInput : public shardproof::testing::ScratchDir {
 protected:
-  fs::path dir;
+  BadInput() : ScratchDir("bad") {}
   void SetUp() override {
-    dir = fs::path(::testing::TempDir()) / ("shardproof-bad-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir);
+    ScratchDir::SetUp();
     for (const char *m : {"mlp_ref.onnx", "mlp_tp2_rank0.onnx", "mlp_tp2_rank1.onnx"})
       fs::copy_file(example(m), dir / m, fs::copy_options::overwrite_existing);
   }
-  void TearDown() override { fs::remove_all(dir); }
 
-  std::string write(const std::string &name, const std::string &text) {
-    std::ofstream(dir / name) << text;
-    return (dir / name).string();
-  }
   std::string spec(const std::string &inputs, const std::string &extra = "") {
     return "shardproof: 1\nreference: mlp_ref.onnx\nimplementation:\n  world_size: 2\n"
            "  ranks: mlp_tp2_rank{r}.onnx\nsymbols:\n  batch: {min: 1}\n  seq: {min: 1}\n" +

@@ -3,6 +3,7 @@
 // REFUTED at that layer's module. Also the --stats summary and its JSON form.
 // No timing is asserted here: benchmark figures live in tools/bench.
 #include "Run.h"
+#include "ScratchDir.h"
 
 #include <gtest/gtest.h>
 
@@ -16,15 +17,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class Generated : public ::testing::Test {
+class Generated : public shardproof::testing::ScratchDir {
 protected:
-  fs::path dir;
-  void SetUp() override {
-    dir = fs::path(::testing::TempDir()) / ("shardproof-gen-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
+  Generated() : ScratchDir("gen") {}
 
   // Runs the generator; returns the spec path (its last line of output).
   std::string generate(const std::string &args) {

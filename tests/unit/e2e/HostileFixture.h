@@ -4,6 +4,7 @@
 #pragma once
 
 #include "Run.h"
+#include "ScratchDir.h"
 
 #include "tests/unit/OnnxBuilder.h"
 
@@ -29,28 +30,10 @@ inline Model relu() {
   return m;
 }
 
-class Hostile : public ::testing::Test {
+class Hostile : public ScratchDir {
 protected:
-  fs::path dir;
-  void SetUp() override {
-    dir = fs::path(::testing::TempDir()) / ("shardproof-hostile-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-
-  std::string path(const std::string &name) const { return (dir / name).string(); }
-  std::string write(const std::string &name, const std::string &text) {
-    std::ofstream(dir / name, std::ios::binary) << text;
-    return path(name);
-  }
+  Hostile() : ScratchDir("hostile") {}
   void save(const std::string &name, const Model &m) { write(name, m.m.SerializeAsString()); }
-  std::string read(const std::string &name) const {
-    std::ifstream in(dir / name, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
   // Reference and both ranks: y = Relu(x); `rank1` replaces rank 1's model.
   void models(const Model &rank0 = relu(), const Model &rank1 = relu(), const Model &ref = relu()) {
     save("ref.onnx", ref);

@@ -341,3 +341,15 @@ TEST(Reductions, AReductionOverOneElementIsThatElement) {
   Term two = mkSum(0, s, s + Expr::intConst(2), mkRead(0, {boundVar(0)}));
   EXPECT_EQ(two->kind, TermKind::Sum);
 }
+
+// Broken invariants of the term language end the run with exit 4 and the
+// reason (SP_CHECK), never a term that replays garbage.
+TEST(TermInvariants, AWrongOperandCountOrBinderLevelIsAnInternalError) {
+  Term x = mkRead(0, {indexVar("i", 0)});
+  EXPECT_EXIT(mkApply(Fn::Exp, {x, x}), ::testing::ExitedWithCode(4), "function exp applied to 2 operands");
+  EXPECT_EXIT(mkApply(Fn::Pow, {x}), ::testing::ExitedWithCode(4), "applied to 1 operands");
+  EXPECT_EXIT(mkReduce(Fn::Add, -1, Expr::intConst(0), Expr::intVar("n"), x), ::testing::ExitedWithCode(4),
+              "a reduction bound at level -1");
+  EXPECT_EXIT(mkReduce(Fn::Exp, 0, Expr::intConst(0), Expr::intVar("n"), x), ::testing::ExitedWithCode(4),
+              "a reduction by exp");
+}

@@ -3,7 +3,7 @@
 // sum split where 2*k crosses a bound (a shard padded to a multiple of 2).
 #include "Prover.h"
 
-#include "smt/Solver.h"
+#include "shardproof/smt/Solver.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // and -inf - (-inf) is NaN, so that sum stays as it is.
 #include "Prover.h"
 
-#include "smt/Solver.h"
+#include "shardproof/smt/Solver.h"
 
 #include <gtest/gtest.h>
 

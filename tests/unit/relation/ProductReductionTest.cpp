@@ -4,7 +4,7 @@
 #include "Prover.h"
 #include "Session.h"
 
-#include "smt/Solver.h"
+#include "shardproof/smt/Solver.h"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // of 16*batch. Z3 timed out on it (10 s, 60 s); with `batch >= 1` known, the
 // common factor cancels and the question is linear. Every rewrite is checked
 // against evaluation at concrete values, so a wrong rule cannot pass.
-#include "smt/Facts.h"
-#include "smt/Solver.h"
+#include "shardproof/smt/Facts.h"
+#include "shardproof/smt/Solver.h"
 
 #include <gtest/gtest.h>
 

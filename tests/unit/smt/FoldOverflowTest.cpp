@@ -1,7 +1,7 @@
 // Constant folding at the edges of int64_t (fuzzing finding, see
 // tests/fuzz/regressions/relation): folds that do not fit are left to Z3's
 // unbounded integers instead of wrapping (undefined behaviour, and a wrong size).
-#include "smt/Solver.h"
+#include "shardproof/smt/Solver.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The index arithmetic that reshapes produce (split hidden into heads, merge
 // heads back), simplified without the solver; each rule is also checked
 // against Z3 so a wrong rule cannot hide behind a matching wrong test.
-#include "smt/Solver.h"
+#include "shardproof/smt/Solver.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The smt layer: constant folding, inspection, and the solver's three-way answers.
-#include "smt/Solver.h"
+#include "shardproof/smt/Solver.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The solver's result cache, its incremental mode and the parallel prefetch:
 // repeated formulas are answered once, never for a different formula or under
 // different assumptions, and the answers match a fresh solver's.
-#include "smt/Solver.h"
+#include "shardproof/smt/Solver.h"
 
 #include <gtest/gtest.h>
 

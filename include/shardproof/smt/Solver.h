@@ -3,8 +3,8 @@
 // timeout or a Z3 failure is never read as "proved".
 #pragma once
 
-#include "smt/Expr.h"
-#include "smt/Facts.h"
+#include "shardproof/smt/Expr.h"
+#include "shardproof/smt/Facts.h"
 
 #include <chrono>
 #include <map>

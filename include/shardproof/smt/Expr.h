@@ -18,6 +18,10 @@ struct _Z3_ast;
 
 namespace shardproof::smt {
 
+namespace detail {
+struct ExprAccess;
+}
+
 class Expr {
 public:
   Expr() = default;
@@ -106,10 +110,10 @@ public:
   /// SMT-LIB rendering for dumps.
   std::string smtlib() const;
 
-  _Z3_ast *raw() const { return ast_; }
-  static Expr fromRaw(_Z3_ast *a); // takes a new reference
-
 private:
+  // The Z3 handle is reached only inside smt/ (detail::raw, detail::fromRaw in
+  // smt/Context.h): nothing else sees Z3.
+  friend struct detail::ExprAccess;
   Expr simplifyUncached() const;
   explicit Expr(_Z3_ast *a); // takes a new reference
   _Z3_ast *ast_ = nullptr;

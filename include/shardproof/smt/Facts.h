@@ -16,7 +16,7 @@
 // so a proof of the rewritten goal is a proof of the original one.
 #pragma once
 
-#include "smt/Expr.h"
+#include "shardproof/smt/Expr.h"
 
 #include <cstdint>
 #include <map>
