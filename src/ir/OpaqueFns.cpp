@@ -77,4 +77,52 @@ std::optional<double> evalOpaque(const std::string &op, const std::vector<double
   return std::nullopt;
 }
 
+namespace {
+
+using smt::Expr;
+
+Expr truth(const Expr &b) { return ite(b, Expr::intConst(1), Expr::intConst(0)); }
+Expr nonZero(const Expr &v) { return v != Expr::intConst(0); }
+
+std::optional<Expr> compareNamed(const std::string &op, const Expr &a, const Expr &b) {
+  if (op == "Equal") return truth(a == b);
+  if (op == "Less") return truth(a < b);
+  if (op == "Greater") return truth(a > b);
+  if (op == "LessOrEqual") return truth(a <= b);
+  if (op == "GreaterOrEqual") return truth(a >= b);
+  if (op == "And") return truth(nonZero(a) && nonZero(b));
+  if (op == "Or") return truth(nonZero(a) || nonZero(b));
+  return std::nullopt;
+}
+
+// ONNX's integer Div (truncating) and Mod (fmod=0: the divisor's sign, fmod=1:
+// the dividend's), exact for every sign: Z3's div and mod are Euclidean, so
+// the smt builders spell the signs out, unless the dividend is known >= 0
+// (an index, a count), where the plain form is exact. The divisor is nonzero
+// by the node's obligation; a constant 0 gives no value.
+std::optional<Expr> integerDivMod(const std::string &op, const Expr &a, const Expr &b, bool nonNeg) {
+  Expr r = op == "Div" ? truncDiv(a, b, nonNeg) : op == "FMod" ? truncMod(a, b, nonNeg) : floorModSigned(a, b, nonNeg);
+  if (!r.isValid())
+    return std::nullopt;
+  return r.simplify();
+}
+
+} // namespace
+
+std::optional<Expr> integerOpaque(const std::string &name, const std::vector<Expr> &xs, bool firstNonNegative) {
+  if (name == "Cast:bool" && xs.size() == 1)
+    return truth(nonZero(xs[0]));
+  if (name.rfind("Cast:", 0) == 0 && xs.size() == 1)
+    return xs[0]; // integer casts keep the value
+  if (name == "Not" && xs.size() == 1)
+    return truth(!nonZero(xs[0]));
+  if (name == "Where" && xs.size() == 3)
+    return ite(nonZero(xs[0]), xs[1], xs[2]);
+  if ((name == "Div" || name == "Mod" || name == "FMod") && xs.size() == 2)
+    return integerDivMod(name, xs[0], xs[1], firstNonNegative);
+  if (xs.size() == 2)
+    return compareNamed(name, xs[0], xs[1]);
+  return std::nullopt;
+}
+
 } // namespace shardproof::ir

@@ -6,6 +6,8 @@
 // is an index the solver can reason about.
 #include "IndexValues.h"
 
+#include "shardproof/ir/OpaqueFns.h"
+
 #include <cmath>
 
 namespace shardproof::relation {
@@ -13,35 +15,6 @@ namespace shardproof::relation {
 using smt::Expr;
 using namespace ir;
 
-namespace {
-
-Expr truth(const Expr &b) { return ite(b, Expr::intConst(1), Expr::intConst(0)); }
-Expr nonZero(const Expr &v) { return v != Expr::intConst(0); }
-
-std::optional<Expr> compareNamed(const std::string &op, const Expr &a, const Expr &b) {
-  if (op == "Equal") return truth(a == b);
-  if (op == "Less") return truth(a < b);
-  if (op == "Greater") return truth(a > b);
-  if (op == "LessOrEqual") return truth(a <= b);
-  if (op == "GreaterOrEqual") return truth(a >= b);
-  if (op == "And") return truth(nonZero(a) && nonZero(b));
-  if (op == "Or") return truth(nonZero(a) || nonZero(b));
-  return std::nullopt;
-}
-
-// ONNX's integer Div (truncating) and Mod (fmod=0: the divisor's sign, fmod=1:
-// the dividend's), exact for every sign: Z3's div and mod are Euclidean, so
-// the smt builders spell the signs out, unless the dividend is known >= 0
-// (an index, a count), where the plain form is exact. The divisor is nonzero
-// by the node's obligation; a constant 0 gives no value.
-std::optional<Expr> integerDivMod(const std::string &op, const Expr &a, const Expr &b, bool nonNeg) {
-  Expr r = op == "Div" ? truncDiv(a, b, nonNeg) : op == "FMod" ? truncMod(a, b, nonNeg) : floorModSigned(a, b, nonNeg);
-  if (!r.isValid())
-    return std::nullopt;
-  return r.simplify();
-}
-
-} // namespace
 
 // A constant read at a symbolic index (a folded padding mask, a causal-mask
 // buffer): the index condition its content equals, checked element by element
@@ -180,20 +153,8 @@ std::optional<Expr> IndexValues::indexValue(const ClassTable &table, const Term 
     return m;
   }
   case Fn::Abs: return ite(xs[0] < Expr::intConst(0), -xs[0], xs[0]);
-  case Fn::Opaque:
-    if (t->name == "Cast:bool")
-      return truth(nonZero(xs[0]));
-    if (t->name.rfind("Cast:", 0) == 0 && xs.size() == 1)
-      return xs[0]; // integer casts keep the value
-    if (t->name == "Not" && xs.size() == 1)
-      return truth(!nonZero(xs[0]));
-    if (t->name == "Where" && xs.size() == 3)
-      return ite(nonZero(xs[0]), xs[1], xs[2]);
-    if ((t->name == "Div" || t->name == "Mod" || t->name == "FMod") && xs.size() == 2)
-      return integerDivMod(t->name, xs[0], xs[1], knownNonNegative(xs[0].simplify()));
-    if (xs.size() == 2)
-      return compareNamed(t->name, xs[0], xs[1]);
-    return std::nullopt;
+  case Fn::Opaque: // masks, casts, integer Div/Mod: their one home is ir/OpaqueFns
+    return integerOpaque(t->name, xs, !xs.empty() && knownNonNegative(xs[0].simplify()));
   default:
     return std::nullopt;
   }
