@@ -109,7 +109,7 @@ struct Op {
     result = std::move(*r);
   }
   OpInputs inputs(int64_t opset = 17) const {
-    OpInputs in{node, shapes, {}, {}, {}, 1};
+    OpInputs in{node, shapes, {}, {}, {}, 1, 17, {}, {}, {}};
     in.dtypes.assign(shapes.size(), DType::Float);
     in.values.resize(shapes.size());
     in.data.assign(shapes.size(), nullptr);
