@@ -247,14 +247,14 @@ llvm::Expected<OpResult> inferLayerNorm(const OpInputs &in) {
   return r;
 }
 
-Term layerNorm(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read,
-               int level) {
-  const Shape &s = *in.shapes[0];
-  std::vector<int64_t> axes;
-  for (int64_t d = r.aux[0]; d < static_cast<int64_t>(s.rank()); ++d)
-    axes.push_back(d);
-  double eps;
-  std::memcpy(&eps, &r.aux[1], sizeof eps);
+// x's element at `idx` normalized over `axes`: its mean, x - mean, and
+// 1/sqrt(var + eps) with the biased variance (LayerNormalization and
+// InstanceNormalization differ only in the axes and in what scales the result).
+struct Normalized {
+  Term mean, centered, invStd;
+};
+Normalized normalizeOver(const Shape &s, const std::vector<int64_t> &axes, const IndexVec &idx, int level,
+                         const ReadFn &read, double eps) {
   auto mean = [&](const IndexVec &at, int l) {
     return mkMul({inverseCount(s, axes, l),
                   sumOver(s, axes, at, l, [&](const IndexVec &src, int ll) { return read(0, src, ll); })});
@@ -265,13 +265,25 @@ Term layerNorm(const OpInputs &in, const OpResult &r, unsigned slot, const Index
                       return mkMul({c, c});
                     })});
   Term invStd = mkApply(Fn::Recip, {mkApply(Fn::Sqrt, {mkAdd({var, mkConst(eps)})})});
+  return {mean(idx, level), centered(idx, level), invStd};
+}
+
+Term layerNorm(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read,
+               int level) {
+  const Shape &s = *in.shapes[0];
+  std::vector<int64_t> axes;
+  for (int64_t d = r.aux[0]; d < static_cast<int64_t>(s.rank()); ++d)
+    axes.push_back(d);
+  double eps;
+  std::memcpy(&eps, &r.aux[1], sizeof eps);
+  Normalized n = normalizeOver(s, axes, idx, level, read, eps);
   if (slot == 1)
-    return mean(idx, level);
+    return n.mean;
   if (slot == 2)
-    return invStd;
+    return n.invStd;
   // Scale and B are indexed by the trailing (normalized) part of idx.
   IndexVec tail(idx.begin() + r.aux[0], idx.end());
-  Term y = mkMul({centered(idx, level), invStd, read(1, broadcastIndex(*in.shapes[1], tail), level)});
+  Term y = mkMul({n.centered, n.invStd, read(1, broadcastIndex(*in.shapes[1], tail), level)});
   if (in.has(2))
     y = mkAdd({y, read(2, broadcastIndex(*in.shapes[2], tail), level)});
   return y;
@@ -317,18 +329,9 @@ Term instanceNorm(const OpInputs &in, const OpResult &r, unsigned, const IndexVe
     axes.push_back(d);
   double eps;
   std::memcpy(&eps, &r.aux[0], sizeof eps);
-  auto mean = [&](const IndexVec &at, int l) {
-    return mkMul({inverseCount(s, axes, l),
-                  sumOver(s, axes, at, l, [&](const IndexVec &src, int ll) { return read(0, src, ll); })});
-  };
-  auto centered = [&](const IndexVec &at, int l) { return mkSub(read(0, at, l), mean(at, l)); };
-  Term var = mkMul({inverseCount(s, axes, level), sumOver(s, axes, idx, level, [&](const IndexVec &src, int l) {
-                      Term c = centered(src, l);
-                      return mkMul({c, c});
-                    })});
-  Term invStd = mkApply(Fn::Recip, {mkApply(Fn::Sqrt, {mkAdd({var, mkConst(eps)})})});
+  Normalized n = normalizeOver(s, axes, idx, level, read, eps);
   IndexVec channel = {idx[1]};
-  return mkAdd({mkMul({centered(idx, level), invStd, read(1, channel, level)}), read(2, channel, level)});
+  return mkAdd({mkMul({n.centered, n.invStd, read(1, channel, level)}), read(2, channel, level)});
 }
 
 } // namespace
