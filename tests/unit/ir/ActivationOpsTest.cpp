@@ -3,6 +3,7 @@
 // operator definition, including negatives, 0 and large inputs; attributes we
 // do not model are UNKNOWN, malformed ones input errors.
 #include "shardproof/ir/OpaqueFns.h"
+#include "OpTestUtil.h"
 #include "shardproof/ir/Ops.h"
 
 #include <gtest/gtest.h>
@@ -15,28 +16,10 @@
 using namespace shardproof;
 using namespace shardproof::ir;
 using smt::Expr;
+using namespace shardproof::ir::testutil;
 
 namespace {
 
-Expr num(int64_t v) { return Expr::intConst(v); }
-Shape shape(std::initializer_list<Expr> dims) {
-  Shape s;
-  for (auto &d : dims)
-    s.dims.push_back(d);
-  return s;
-}
-Attribute floatAttr(double v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Float;
-  a.f = v;
-  return a;
-}
-Attribute intAttr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
 
 // Inputs: for each input, its elements in row-major order (shape given separately).
 struct Data {

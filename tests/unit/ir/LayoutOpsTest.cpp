@@ -2,6 +2,7 @@
 // obligations they put on sizes, the errors for what they do not model, and the
 // numbers their index maps compute, evaluated element by element against
 // hand-computed (numpy/torch) results at concrete sizes.
+#include "OpTestUtil.h"
 #include "shardproof/ir/Ops.h"
 
 #include <gtest/gtest.h>
@@ -12,40 +13,15 @@
 using namespace shardproof;
 using namespace shardproof::ir;
 using smt::Expr;
+using namespace shardproof::ir::testutil;
 
 namespace {
 
-Expr sym(const char *n) { return Expr::intVar(n); }
-Expr num(int64_t v) { return Expr::intConst(v); }
-Shape shape(std::vector<Expr> dims) {
-  Shape s;
-  s.dims.assign(dims.begin(), dims.end());
-  return s;
-}
 Shape concrete(std::vector<int64_t> dims) {
   Shape s;
   for (auto d : dims)
     s.dims.push_back(num(d));
   return s;
-}
-IntTensor ints(std::vector<int64_t> v) {
-  IntTensor t;
-  t.dims = {static_cast<int64_t>(v.size())};
-  for (auto x : v)
-    t.vals.push_back(num(x));
-  return t;
-}
-Attribute intAttr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute strAttr(std::string v) {
-  Attribute a;
-  a.kind = Attribute::Kind::String;
-  a.s = std::move(v);
-  return a;
 }
 
 // A dense row-major tensor of numbers (an operand or an expected result).
@@ -210,12 +186,6 @@ Dense iota(std::vector<int64_t> dims) {
   return x;
 }
 
-std::shared_ptr<const TensorData> floats(std::vector<double> v) {
-  auto t = std::make_shared<TensorData>();
-  t->dims = {static_cast<int64_t>(v.size())};
-  t->floats = std::move(v);
-  return t;
-}
 
 } // namespace
 

@@ -1,6 +1,7 @@
 // Index-map semantics of the op table: for each op, the output shape over
 // symbolic dims, the element each output index reads, and the obligations the
 // op puts on sizes. Inputs are rendered as in0, in1, ...; index variables as i!d.
+#include "OpTestUtil.h"
 #include "shardproof/ir/Ops.h"
 
 #include <gtest/gtest.h>
@@ -11,42 +12,10 @@
 using namespace shardproof;
 using namespace shardproof::ir;
 using smt::Expr;
+using namespace shardproof::ir::testutil;
 
 namespace {
 
-Expr sym(const char *n) { return Expr::intVar(n); }
-Expr num(int64_t v) { return Expr::intConst(v); }
-Shape shape(std::initializer_list<Expr> dims) {
-  Shape s;
-  for (auto &d : dims)
-    s.dims.push_back(d);
-  return s;
-}
-IntTensor ints(std::vector<int64_t> v) {
-  IntTensor t;
-  t.dims = {static_cast<int64_t>(v.size())};
-  for (auto x : v)
-    t.vals.push_back(num(x));
-  return t;
-}
-Attribute strAttr(const std::string &v) {
-  Attribute a;
-  a.kind = Attribute::Kind::String;
-  a.s = v;
-  return a;
-}
-Attribute intAttr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute intsAttr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
 
 // One op applied to inputs of the given shapes (and known integer values).
 struct Apply {

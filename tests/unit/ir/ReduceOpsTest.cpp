@@ -2,6 +2,7 @@
 // concrete inputs and compared with the numbers torch 1.13 computes (quoted
 // in the tests), ties and empty ranges included; attributes we do not model
 // are rejected as unsupported, malformed ones as the user's error.
+#include "OpTestUtil.h"
 #include "shardproof/ir/Ops.h"
 
 #include <gtest/gtest.h>
@@ -12,10 +13,10 @@
 using namespace shardproof;
 using namespace shardproof::ir;
 using smt::Expr;
+using namespace shardproof::ir::testutil;
 
 namespace {
 
-Expr num(int64_t v) { return Expr::intConst(v); }
 
 // A concrete input: its dims and row-major data.
 struct Tensor {
@@ -29,25 +30,6 @@ struct Tensor {
   }
 };
 
-Attribute intAttr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute intsAttr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-IntTensor ints(std::vector<int64_t> v) {
-  IntTensor t;
-  t.dims = {static_cast<int64_t>(v.size())};
-  for (auto x : v)
-    t.vals.push_back(num(x));
-  return t;
-}
 
 // Evaluates a term over concrete inputs: what Eval does for a replay, kept
 // independent here (opaque comparisons and Where by name).

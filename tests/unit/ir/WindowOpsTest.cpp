@@ -3,6 +3,7 @@
 // inputs (inputs are the formula below, outputs computed once with
 // F.conv1d/conv2d/avg_pool2d/max_pool2d/interpolate and pasted here), plus the
 // symbolic shapes, the obligations and the attribute values that are refused.
+#include "OpTestUtil.h"
 #include "shardproof/ir/Ops.h"
 
 #include <gtest/gtest.h>
@@ -15,30 +16,11 @@
 using namespace shardproof;
 using namespace shardproof::ir;
 using smt::Expr;
+using namespace shardproof::ir::testutil;
 
 namespace {
 
-Expr sym(const char *n) { return Expr::intVar(n); }
-Expr num(int64_t v) { return Expr::intConst(v); }
 
-Attribute intAttr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attribute intsAttr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute strAttr(const std::string &v) {
-  Attribute a;
-  a.kind = Attribute::Kind::String;
-  a.s = v;
-  return a;
-}
 
 // A dense float tensor; value(i) = (((7 i + 3 salt) mod 11) - 5) / 2 for flat
 // index i, the formula the torch reference used.
@@ -228,13 +210,6 @@ std::vector<std::optional<Shape>> shapesOf(const std::vector<Tensor> &ts) {
   return out;
 }
 
-std::shared_ptr<const TensorData> floats(std::vector<double> v) {
-  auto t = std::make_shared<TensorData>();
-  t->dtype = DType::Float;
-  t->dims = {static_cast<int64_t>(v.size())};
-  t->floats = std::move(v);
-  return t;
-}
 
 } // namespace
 
