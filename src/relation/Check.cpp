@@ -22,17 +22,7 @@ const char *toString(Verdict v) {
 }
 
 std::string Session::renderAt(const Term &t, const smt::Model &m) const {
-  std::vector<Expr> from, to;
-  for (auto &[n, v] : m.values) {
-    // Sizes and the element's indices only: a reduction's bound variable k!L
-    // ranges over its sum, whatever value the model happened to give it.
-    if (n.rfind("k!", 0) == 0)
-      continue;
-    from.push_back(Expr::intVar(n));
-    to.push_back(Expr::intConst(v));
-  }
-  Term c = mapExprs(t, [&](const Expr &e) { return e.substitute(from, to).simplify(); });
-  return render(c);
+  return Witness::renderWithModel([this](const Term &x) { return render(x); }, t, m);
 }
 
 Counterexample Session::makeCounterexample(const Expr &region, const std::string &tensor, int rank,
@@ -337,7 +327,7 @@ llvm::Expected<OutputResult> Session::checkClaim(int id, const spec::Placement &
     // Numbers first: a confirmed difference needs no further proof attempts.
     Failure f{Failure::OutputMismatch, "", "", "", "", name, {}, std::nullopt};
     f.rankNodes = outputProducers(ranks, name, rank);
-    if (auto w = searchWitness(*diff, id, rank, shape, a0, b0)) {
+    if (auto w = witness().search(*diff, id, rank, shape, a0, b0)) {
       res.verdict = Verdict::Refuted;
       f.cex = w;
       f.message = "output '" + name + "'" + who + " differs from the reference";

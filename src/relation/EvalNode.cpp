@@ -18,52 +18,6 @@ static std::string retarget(const std::string &what, const std::string &was, con
   return out + what.substr(at);
 }
 
-std::optional<OpInputs> Session::gatherInputs(const Graph &g, const Node &n, const std::vector<ValueInfo> &values,
-                                              std::string &why) {
-  OpInputs in{n, {}, {}, {}, {}, worldSize()};
-  if (auto it = g.opsets.find(""); it != g.opsets.end())
-    in.opset = it->second;
-  in.indexValue = [this](const Term &t) { return indexValue(classes, t); };
-  in.nonNegative = [this](const Expr &e) {
-    Expr x = e.simplify();
-    if (knownNonNegative(x))
-      return true;
-    if (!prover.implies(x >= Expr::intConst(0), "value.nonnegative"))
-      return false;
-    ints.provenNonNegative.push_back(x);
-    return true;
-  };
-  in.inputValue = [this, &values, &n](unsigned i, const IndexVec &idx) -> std::optional<smt::Expr> {
-    if (i >= n.inputs.size() || n.inputs[i] < 0 || !values[n.inputs[i]].term || !values[n.inputs[i]].shape)
-      return std::nullopt;
-    const ValueInfo &v = values[n.inputs[i]];
-    return indexValue(classes, instantiate(v.term, indexVars("i", static_cast<unsigned>(v.shape->rank())), idx, 0));
-  };
-  for (int id : n.inputs) {
-    if (id < 0) {
-      in.shapes.push_back(std::nullopt);
-      in.dtypes.push_back(DType::Other);
-      in.values.push_back(std::nullopt);
-      in.data.push_back(nullptr);
-      continue;
-    }
-    const ValueInfo &v = values[id];
-    if (!v.unsupported.empty()) {
-      why = v.unsupported;
-      return std::nullopt;
-    }
-    if (!v.shape) {
-      why = "no shape known for '" + g.values[id].name + "'";
-      return std::nullopt;
-    }
-    in.shapes.push_back(v.shape);
-    in.dtypes.push_back(v.dtype);
-    in.values.push_back(v.value);
-    in.data.push_back(v.data);
-  }
-  return in;
-}
-
 llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueInfo> &values, int rank) {
   auto markUnsupported = [&](const std::string &why) {
     for (int o : n.outputs)

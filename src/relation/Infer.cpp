@@ -273,7 +273,7 @@ llvm::Error Session::inferReference() {
 Term Session::coverMemoized(const Term &t, const Shape &shape, unsigned &matches) {
   std::optional<MemoKey> key;
   if (opts.memo && prover.pathDepth() == 1) {
-    key = coverKey(t, shape);
+    key = coverKey(t, shape, opts.maxTermNodes);
     if (auto hit = memo.lookup(*key, classes)) {
       matches += static_cast<unsigned>(hit->first->extra);
       return hit->second.apply(hit->first->terms[0]);

@@ -1,7 +1,7 @@
 // The keys under which NodeMemo stores a node's element maps and a reference
 // term's cover: everything the computation reads, classes numbered by first
 // occurrence (NodeMemo.h says why a hit can be reused).
-#include "Session.h"
+#include "MemoKeys.h"
 
 namespace shardproof::relation {
 
@@ -57,7 +57,7 @@ static void attribute(MemoKey &k, const std::string &name, const Attribute &a) {
 // identity; a copy with equal contents is then a miss, never a wrong hit.
 static constexpr size_t kMaxKeyedElements = 256;
 
-MemoKey Session::nodeKey(const Node &n, const std::vector<ValueInfo> &values, const OpInputs &in) const {
+MemoKey nodeKey(const Node &n, const std::vector<ValueInfo> &values, const OpInputs &in) {
   MemoKey k;
   k.str(n.opType);
   k.str(n.domain);
@@ -85,10 +85,10 @@ MemoKey Session::nodeKey(const Node &n, const std::vector<ValueInfo> &values, co
   return k;
 }
 
-MemoKey Session::coverKey(const Term &t, const Shape &shape) const {
+MemoKey coverKey(const Term &t, const Shape &shape, unsigned maxTermNodes) {
   MemoKey k;
   k.str("cover");
-  k.word(opts.maxTermNodes);
+  k.word(maxTermNodes);
   k.shape(shape);
   k.term(t);
   return k;

@@ -6,7 +6,7 @@
 // every element of the output is evaluated at a few small admissible sizes,
 // with one memo per size assignment, and the first finite difference wins; a
 // finite value against a NaN/inf one is kept as a fallback.
-#include "Session.h"
+#include "Witness.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,6 +21,8 @@ namespace {
 
 constexpr int kSizeCandidates = 4;      // size assignments tried
 constexpr int64_t kMaxElements = 1 << 14; // per assignment; beyond, only the model's index
+
+} // namespace
 
 bool sameNumber(double a, double b) {
   if (std::isnan(a) || std::isnan(b))
@@ -40,12 +42,16 @@ bool nextIndex(std::vector<int64_t> &idx, const std::vector<int64_t> &dims) {
   return false;
 }
 
+namespace {
+
 std::optional<int64_t> sizeOf(const Expr &e, const std::map<std::string, int64_t> &sizes) {
   return e.eval([&](const std::string &n) -> std::optional<int64_t> {
     auto it = sizes.find(n);
     return it == sizes.end() ? std::nullopt : std::optional<int64_t>(it->second);
   });
 }
+
+} // namespace
 
 std::optional<std::vector<int64_t>> dimsAt(const Shape &s, const std::map<std::string, int64_t> &sizes) {
   std::vector<int64_t> dims;
@@ -57,6 +63,8 @@ std::optional<std::vector<int64_t>> dimsAt(const Shape &s, const std::map<std::s
   }
   return dims;
 }
+
+namespace {
 
 // Every element of a tensor of `dims`, computed by `f(idx)`; nullopt if too large.
 template <class F>
@@ -87,7 +95,7 @@ std::optional<std::vector<double>> tabulate(const std::vector<int64_t> &dims, F 
 // output would repeat shared sub-computations exponentially). Reference inputs
 // are their relations evaluated over the ranks' leaf data, so both sides see
 // the same numbers.
-std::optional<std::vector<double>> Session::runReference(int outputId, const std::map<std::string, int64_t> &sizes,
+std::optional<std::vector<double>> Witness::runReference(int outputId, const std::map<std::string, int64_t> &sizes,
                                                          std::optional<int64_t> intOffset) {
   ClassTable local;
   std::vector<std::optional<ClassId>> mat(ref.values.size());
@@ -139,11 +147,11 @@ std::optional<std::vector<double>> Session::runReference(int outputId, const std
       continue;
     }
     std::string why;
-    auto in = gatherInputs(ref, n, refValues, why);
+    auto in = ops.gather(ref, n, refValues, why);
     if (!in)
       continue;
     // Indices read back from this run's own materialized tensors.
-    in->indexValue = [this, &local](const Term &t) { return indexValue(local, t); };
+    in->indexValue = [this, &local](const Term &t) { return ints.indexValue(local, t); };
     auto res = def->infer(*in);
     if (!res) {
       llvm::consumeError(res.takeError());
@@ -192,7 +200,7 @@ std::optional<std::vector<double>> Session::runReference(int outputId, const std
 // sizes, then evaluate the implementation with every other leaf element
 // changed. A different number shows content the reference never sees
 // (padding) reaching this element.
-std::optional<double> Session::unreadProbe(const Term &actual, const std::vector<int64_t> &idx,
+std::optional<double> Witness::unreadProbe(const Term &actual, const std::vector<int64_t> &idx,
                                            const std::map<std::string, int64_t> &sizes,
                                            std::optional<int64_t> intOffset) {
   Replayer::LeafSet read;
@@ -220,9 +228,23 @@ std::optional<double> Session::unreadProbe(const Term &actual, const std::vector
   return probe.complete() ? std::optional<double>(moved) : std::nullopt;
 }
 
+std::string Witness::renderWithModel(const Render &render, const Term &t, const smt::Model &m) {
+  std::vector<Expr> from, to;
+  for (auto &[n, v] : m.values) {
+    // Sizes and the element's indices only: a reduction's bound variable k!L
+    // ranges over its sum, whatever value the model happened to give it.
+    if (n.rfind("k!", 0) == 0)
+      continue;
+    from.push_back(Expr::intVar(n));
+    to.push_back(Expr::intConst(v));
+  }
+  Term c = mapExprs(t, [&](const Expr &e) { return e.substitute(from, to).simplify(); });
+  return render(c);
+}
+
 // For display: unfold the highest rank class on either side a few layers, so
 // `y@*` reads `b2 + b2 + ...` and the bug shows in the expressions too.
-std::pair<Term, Term> Session::readableSides(Term a, Term b) {
+std::pair<Term, Term> Witness::readableSides(Term a, Term b) {
   constexpr size_t kMaxShown = 400; // term nodes
   auto unfold = [&](Term t) {
     for (int layer = 0; layer < 8; ++layer) {
@@ -239,10 +261,10 @@ std::pair<Term, Term> Session::readableSides(Term a, Term b) {
   return {unfold(a), unfold(b)};
 }
 
-std::optional<Counterexample> Session::searchWitness(const Expr &region, int outputId, int rank, const Shape &shape,
+std::optional<Counterexample> Witness::search(const Expr &region, int outputId, int rank, const Shape &shape,
                                                      const Term &expected, const Term &actual) {
   const std::string &tensor = ref.values[outputId].name;
-  std::vector<std::string> syms = symbolNames();
+  const std::vector<std::string> &syms = symbols;
   std::vector<std::string> order = syms;
   for (size_t d = 0; d < shape.rank(); ++d)
     order.push_back("i!" + std::to_string(d));
@@ -372,7 +394,7 @@ static std::vector<int64_t> rangeWidths(const ClassTable &classes, const std::ma
 // value: each value of a range of at most 16 (an id on a shard boundary is
 // what an off-by-one range check gets wrong, and random ids rarely hit it),
 // else both bounds.
-std::vector<std::optional<int64_t>> Session::intStrategies(const std::map<std::string, int64_t> &sizes) const {
+std::vector<std::optional<int64_t>> Witness::intStrategies(const std::map<std::string, int64_t> &sizes) const {
   std::vector<std::optional<int64_t>> out = {std::nullopt};
   int64_t widest = -1;
   for (auto w : rangeWidths(classes, sizes))
@@ -387,7 +409,7 @@ std::vector<std::optional<int64_t>> Session::intStrategies(const std::map<std::s
   return out;
 }
 
-std::string Session::describeIntStrategy(const std::map<std::string, int64_t> &sizes, int64_t offset) const {
+std::string Witness::describeIntStrategy(const std::map<std::string, int64_t> &sizes, int64_t offset) const {
   auto env = [&](const std::string &n) -> std::optional<int64_t> {
     auto it = sizes.find(n);
     return it == sizes.end() ? std::nullopt : std::optional<int64_t>(it->second);
@@ -404,114 +426,6 @@ std::string Session::describeIntStrategy(const std::map<std::string, int64_t> &s
            std::to_string(*lo + std::min(offset, *hi - *lo));
   }
   return out;
-}
-
-} // namespace shardproof::relation
-
-namespace shardproof::relation {
-
-using smt::Expr;
-using namespace ir;
-
-// Admissible sizes near the bottom of the range, drawn at random: each symbol
-// gets a target in [min, min + 7] (or its fixed value); targets the
-// constraints reject are dropped one by one until the solver finds sizes.
-static std::optional<std::map<std::string, int64_t>> drawSizes(Session &S, std::mt19937_64 &rng) {
-  std::vector<std::string> syms = S.symbolNames();
-  std::shuffle(syms.begin(), syms.end(), rng);
-  std::vector<Expr> targets;
-  for (auto &n : syms) {
-    int64_t lo = 1, hi = 8;
-    for (auto &s : S.spec.symbols)
-      if (s.name == n) {
-        lo = s.value.value_or(s.min.value_or(1));
-        hi = s.value ? lo : s.max ? std::min(*s.max, lo + 7) : lo + 7;
-      }
-    std::uniform_int_distribution<int64_t> pick(lo, std::max(lo, hi));
-    targets.push_back(Expr::intVar(n) == Expr::intConst(pick(rng)));
-  }
-  while (true) {
-    smt::CheckResult r = S.solver.check("sample.sizes", smt::conj(targets));
-    if (r.result == smt::Result::Sat) {
-      std::map<std::string, int64_t> sizes;
-      for (auto &n : S.symbolNames())
-        if (auto v = r.model.get(n))
-          sizes[n] = *v;
-      return sizes;
-    }
-    if (targets.empty())
-      return std::nullopt;
-    targets.pop_back();
-  }
-}
-
-void Session::sampleCheck() {
-  SampleResult sr;
-  std::mt19937_64 rng(opts.sampleSeed);
-  std::set<std::map<std::string, int64_t>> seen;
-  for (unsigned tries = 0; sr.sizes < opts.samples && tries < 20 * opts.samples; ++tries) {
-    auto drawn = drawSizes(*this, rng);
-    if (!drawn)
-      break;
-    if (!seen.insert(*drawn).second)
-      continue;
-    const auto &sizes = *drawn;
-    std::string at;
-    for (auto &[n, v] : sizes)
-      at += (at.empty() ? "" : ", ") + n + "=" + std::to_string(v);
-    ++sr.sizes;
-    sr.sizesTried.push_back(at);
-    for (auto &[name, pl] : spec.outputs) {
-      auto id = ref.find(name);
-      if (!id || !refValues[*id].shape)
-        continue;
-      auto sides = outputSides(*this, name, pl);
-      if (!sides) {
-        llvm::consumeError(sides.takeError());
-        continue;
-      }
-      auto refDims = dimsAt(*refValues[*id].shape, sizes);
-      auto refData = runReference(*id, sizes);
-      if (!refDims || !refData) {
-        sr.skipped.push_back("'" + name + "' at " + at + ": the reference graph cannot be run there (too large or "
-                             "an op without numbers)");
-        continue;
-      }
-      for (auto &[rank, side] : *sides) {
-        std::string who = "output '" + name + "'" + (rank >= 0 ? " on rank " + std::to_string(rank) : "");
-        auto dims = dimsAt(side.second, sizes);
-        if (!dims || *dims != *refDims) {
-          sr.disagreements.push_back(who + " at " + at + ": proven to have the reference's shape, but its shape "
-                                     "evaluates differently");
-          continue;
-        }
-        Replayer rp(classes, sizes);
-        std::vector<int64_t> idx(dims->size(), 0);
-        size_t flat = 0;
-        bool any = std::all_of(dims->begin(), dims->end(), [](int64_t d) { return d > 0; });
-        while (any) {
-          double b = rp.at(side.first, idx);
-          if (!rp.complete()) {
-            sr.skipped.push_back(who + " at " + at + ": out of evaluation budget");
-            break;
-          }
-          double a = (*refData)[flat++];
-          ++sr.elements;
-          if (!sameNumber(a, b)) {
-            std::string where;
-            for (auto i : idx)
-              where += (where.empty() ? "" : ", ") + std::to_string(i);
-            sr.disagreements.push_back(who + " at " + at + ", index [" + where + "]: reference graph = " +
-                                       std::to_string(a) + ", rank graphs = " + std::to_string(b));
-            break;
-          }
-          if (!nextIndex(idx, *dims))
-            break;
-        }
-      }
-    }
-  }
-  result.sample = std::move(sr);
 }
 
 } // namespace shardproof::relation

@@ -3,7 +3,11 @@
 
 #include "Classes.h"
 #include "IndexValues.h"
+#include "MemoKeys.h"
+#include "Values.h"
+#include "Witness.h"
 #include "NodeMemo.h"
+#include "OpBridge.h"
 #include "Prover.h"
 #include "Render.h"
 #include "Replayer.h"
@@ -20,17 +24,6 @@
 
 namespace shardproof::relation {
 
-/// What we know of one tensor of a graph: its element term over classes (free
-/// index variables i!0..), shape and, for shape arithmetic, integer values.
-struct ValueInfo {
-  Term term; // null: no element map (shape-only or unsupported)
-  std::optional<ir::Shape> shape;
-  ir::DType dtype = ir::DType::Other;
-  std::optional<ir::IntTensor> value;
-  std::shared_ptr<const ir::TensorData> data;
-  std::string unsupported; // why there is no term
-};
-
 struct PendingObligation {
   ir::Obligation obl;
   int rank; // -1: reference graph
@@ -45,6 +38,8 @@ struct Session {
   smt::Solver solver;
   ClassTable classes;
   Prover prover;
+  /// Integer data read as index expressions (IndexValues.h).
+  IndexValues ints{classes};
   std::vector<std::vector<ValueInfo>> rankValues;
   std::vector<ValueInfo> refValues;
   std::vector<PendingObligation> obligations;
@@ -111,15 +106,14 @@ struct Session {
   // Shared helpers
   /// Bounds of the free index variables of a tensor of this shape.
   static smt::Expr bounds(const ir::Shape &s, const char *prefix = "i");
-  /// What the op table needs to know of a node's inputs; nullopt (with `why`)
-  /// when an input is unsupported or has no known shape.
+  /// The op table's view of a node's inputs (OpBridge.h).
+  OpBridge ops{classes, prover, ints, worldSize()};
   std::optional<ir::OpInputs> gatherInputs(const ir::Graph &g, const ir::Node &n,
-                                           const std::vector<ValueInfo> &values, std::string &why);
+                                           const std::vector<ValueInfo> &values, std::string &why) {
+    return ops.gather(g, n, values, why);
+  }
   /// Evaluates one node with the op table; fills `values` for its outputs.
   llvm::Error evalNode(const ir::Graph &g, const ir::Node &n, std::vector<ValueInfo> &values, int rank);
-  // MemoKeys.cpp: what a node's evaluation and a term's cover depend on.
-  MemoKey nodeKey(const ir::Node &n, const std::vector<ValueInfo> &values, const ir::OpInputs &in) const;
-  MemoKey coverKey(const Term &t, const ir::Shape &shape) const;
   void boundValues(ClassId c, const spec::Placement &pl);
   static std::optional<ir::IntTensor> exactValues(const ir::Shape &s, const spec::Placement &pl);
   llvm::Error bindRelationLeaves(const spec::RelExpr &e);
@@ -135,8 +129,6 @@ struct Session {
   /// Element term of a spec relation expression over the ranks' tensors.
   llvm::Expected<std::pair<Term, ir::Shape>> compileRelation(const spec::RelExpr &e);
   std::string render(const Term &t) const { return renderTerm(classes, memo, opts.memo, t); }
-  /// Integer data read as index expressions (IndexValues.h).
-  IndexValues ints{classes};
   std::optional<smt::Expr> indexValue(const ClassTable &table, const Term &t) const { return ints.indexValue(table, t); }
   std::optional<smt::Expr> constantCondition(const ClassTable &table, const Term &t) const {
     return ints.constantCondition(table, t);
@@ -148,29 +140,14 @@ struct Session {
   std::string className(ClassId c) const { return classes.label(c); }
   Counterexample makeCounterexample(const smt::Expr &region, const std::string &tensor, int rank,
                                     const ir::Shape &shape, const Term &expected, const Term &actual);
-  /// Looks for a confirmed difference between `expected` and `actual` (element
-  /// terms of a tensor of `shape`) by evaluating every element at a few small
-  /// sizes admitted by `region` (Replay.cpp). Only a numeric difference found
-  /// with complete evaluations is returned: it is what REFUTED rests on.
-  std::optional<Counterexample> searchWitness(const smt::Expr &region, int outputId, int rank, const ir::Shape &shape,
-                                              const Term &expected, const Term &actual);
-  std::pair<Term, Term> readableSides(Term a, Term b);
-  /// Ways of filling integer inputs tried at one size (Replay.cpp).
-  std::vector<std::optional<int64_t>> intStrategies(const std::map<std::string, int64_t> &sizes) const;
-  /// The implementation's value of `actual` at `idx` with every leaf element
-  /// that no reference input reads given other numbers (the mask-leak probe);
-  /// nullopt when the reference inputs are too large to tabulate here.
-  std::optional<double> unreadProbe(const Term &actual, const std::vector<int64_t> &idx,
-                                    const std::map<std::string, int64_t> &sizes, std::optional<int64_t> intOffset);
-  std::string describeIntStrategy(const std::map<std::string, int64_t> &sizes, int64_t offset) const;
-  /// Runs the reference graph on numbers at `sizes` (inputs: their relations
-  /// over the ranks' leaf data) and returns output `outputId` row-major;
-  /// nullopt if some node cannot be evaluated or a tensor is too large.
-  std::optional<std::vector<double>> runReference(int outputId, const std::map<std::string, int64_t> &sizes,
-                                                  std::optional<int64_t> intOffset = std::nullopt);
+  /// The witness phase over this check's reference, values and solver (Witness.h).
+  Witness witness() {
+    return Witness(ref, refValues, solver, classes, prover, ints, ops, symbolNames(),
+                   [this](const Term &t) { return render(t); });
+  }
   std::vector<std::string> symbolNames() const;
   /// check --sample: executes the reference graph and the rank side of every
-  /// output at random admissible sizes and compares (Replay.cpp).
+  /// output at random admissible sizes and compares (Sample.cpp).
   void sampleCheck();
   /// Under a replayed output difference, names where the implementation
   /// departs: the rank nodes between the tensors proven equal to the

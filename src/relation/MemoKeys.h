@@ -1,0 +1,16 @@
+// Internal: what a node's evaluation and a term's cover depend on, as memo
+// keys (MemoKeys.cpp): equal keys, equal results up to class names.
+#pragma once
+
+#include "NodeMemo.h"
+#include "Values.h"
+
+#include <vector>
+
+namespace shardproof::relation {
+
+MemoKey nodeKey(const ir::Node &n, const std::vector<ValueInfo> &values, const ir::OpInputs &in);
+/// `maxTermNodes`: the cover's limit is part of what its result depends on.
+MemoKey coverKey(const Term &t, const ir::Shape &shape, unsigned maxTermNodes);
+
+} // namespace shardproof::relation
