@@ -74,10 +74,7 @@ struct Op {
   Op(const std::string &type, std::vector<std::optional<Shape>> in, std::map<std::string, Attribute> attrs = {},
      size_t outputs = 1, int64_t opset = 17)
       : shapes(std::move(in)) {
-    node.name = "/m/" + type;
-    node.opType = type;
-    node.attrs = std::move(attrs);
-    node.outputs.assign(outputs, 0);
+    node = opNode(type, std::move(attrs), outputs);
     const OpDef *def = lookupOp("", type);
     EXPECT_NE(def, nullptr) << type;
     if (!def)

@@ -102,10 +102,7 @@ struct Apply {
         std::vector<std::optional<IntTensor>> vals = {}, std::vector<std::shared_ptr<const TensorData>> consts = {},
         bool indices = false, size_t outputs = 1)
       : shapes(std::move(in)), values(std::move(vals)), data(std::move(consts)), dataIndices(indices) {
-    node.name = "/m/" + op;
-    node.opType = op;
-    node.attrs = std::move(attrs);
-    node.outputs.assign(outputs, 0);
+    node = opNode(op, std::move(attrs), outputs);
     values.resize(shapes.size());
     data.resize(shapes.size());
     const OpDef *def = lookupOp("", op);

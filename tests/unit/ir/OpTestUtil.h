@@ -6,6 +6,7 @@
 #include "shardproof/ir/Ops.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,15 @@ inline Attribute floatAttr(double v) {
   a.kind = Attribute::Kind::Float;
   a.f = v;
   return a;
+}
+/// The node a test applies: type `op`, named "/m/<op>", with `outputs` outputs.
+inline Node opNode(const std::string &op, std::map<std::string, Attribute> attrs, size_t outputs) {
+  Node n;
+  n.name = "/m/" + op;
+  n.opType = op;
+  n.attrs = std::move(attrs);
+  n.outputs.assign(outputs, 0);
+  return n;
 }
 /// A constant 1-D float tensor (a Resize scales input, a bias).
 inline std::shared_ptr<const TensorData> floats(std::vector<double> v) {

@@ -29,10 +29,7 @@ struct Apply {
   Apply(const std::string &op, std::vector<std::optional<Shape>> in, std::map<std::string, Attribute> attrs = {},
         std::vector<std::optional<IntTensor>> vals = {}, size_t outputs = 1, DType dtype = DType::Float)
       : shapes(std::move(in)), values(std::move(vals)), dtype(dtype) {
-    node.name = "/m/" + op;
-    node.opType = op;
-    node.attrs = std::move(attrs);
-    node.outputs.assign(outputs, 0);
+    node = opNode(op, std::move(attrs), outputs);
     values.resize(shapes.size());
     const OpDef *def = lookupOp("", op);
     EXPECT_NE(def, nullptr) << op;

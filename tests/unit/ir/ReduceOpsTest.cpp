@@ -114,10 +114,7 @@ struct OpRun {
   OpRun(const std::string &op, std::vector<Tensor> in, std::map<std::string, Attribute> attrs = {},
       std::vector<std::optional<IntTensor>> vals = {}, size_t outputs = 1)
       : xs(std::move(in)), values(std::move(vals)) {
-    node.name = "/m/" + op;
-    node.opType = op;
-    node.attrs = std::move(attrs);
-    node.outputs.assign(outputs, 0);
+    node = opNode(op, std::move(attrs), outputs);
     for (auto &x : xs)
       shapes.push_back(x.shape());
     values.resize(shapes.size());

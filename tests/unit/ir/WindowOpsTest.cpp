@@ -59,10 +59,7 @@ struct Op {
   Op(const std::string &op, std::vector<std::optional<Shape>> in, Attrs attrs = {}, size_t outputs = 1,
      std::vector<std::shared_ptr<const TensorData>> consts = {}, std::vector<std::optional<IntTensor>> vals = {})
       : shapes(std::move(in)), values(std::move(vals)), data(std::move(consts)) {
-    node.name = "/m/" + op;
-    node.opType = op;
-    node.attrs = std::move(attrs);
-    node.outputs.assign(outputs, 0);
+    node = opNode(op, std::move(attrs), outputs);
     values.resize(shapes.size());
     data.resize(shapes.size());
     const OpDef *def = lookupOp("", op);
