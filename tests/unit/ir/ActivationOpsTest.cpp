@@ -75,18 +75,12 @@ struct Op {
      size_t outputs = 1, int64_t opset = 17)
       : shapes(std::move(in)) {
     node = opNode(type, std::move(attrs), outputs);
-    const OpDef *def = lookupOp("", type);
-    EXPECT_NE(def, nullptr) << type;
-    if (!def)
-      return;
-    auto r = def->infer(inputs(opset));
-    if (!r) {
-      auto e = takeError(r.takeError());
+    TakenError e;
+    result = inferOp(inputs(opset), e);
+    if (!result) {
       errorKind = e.kind;
       error = e.text;
-      return;
     }
-    result = std::move(*r);
   }
   OpInputs inputs(int64_t opset = 17) const {
     OpInputs in{node, shapes, {}, {}, {}, 1, 17, {}, {}, {}};

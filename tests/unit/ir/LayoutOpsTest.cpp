@@ -105,16 +105,10 @@ struct Apply {
     node = opNode(op, std::move(attrs), outputs);
     values.resize(shapes.size());
     data.resize(shapes.size());
-    const OpDef *def = lookupOp("", op);
-    EXPECT_NE(def, nullptr) << op;
-    if (!def)
-      return;
-    auto r = def->infer(inputs());
-    if (!r) {
-      error = takeError(r.takeError());
-      return;
-    }
-    result = std::move(*r);
+    TakenError e;
+    result = inferOp(inputs(), e);
+    if (!result)
+      error = e;
   }
   OpInputs inputs() const {
     OpInputs in{node, shapes, {}, values, data, 1, 17, {}, {}, {}};

@@ -4,10 +4,14 @@
 #pragma once
 
 #include "shardproof/ir/Ops.h"
+#include "shardproof/support/Error.h"
+
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +64,21 @@ inline Node opNode(const std::string &op, std::map<std::string, Attribute> attrs
   n.attrs = std::move(attrs);
   n.outputs.assign(outputs, 0);
   return n;
+}
+/// infer() of `in.node`'s op as a test sees it: the result, or nullopt with
+/// the error taken apart into `error` (an op missing from the table fails the
+/// test).
+inline std::optional<OpResult> inferOp(const OpInputs &in, TakenError &error) {
+  const OpDef *def = lookupOp("", in.node.opType);
+  EXPECT_NE(def, nullptr) << in.node.opType;
+  if (!def)
+    return std::nullopt;
+  auto r = def->infer(in);
+  if (!r) {
+    error = takeError(r.takeError());
+    return std::nullopt;
+  }
+  return std::move(*r);
 }
 /// A constant 1-D float tensor (a Resize scales input, a bias).
 inline std::shared_ptr<const TensorData> floats(std::vector<double> v) {

@@ -31,16 +31,9 @@ struct Apply {
       : shapes(std::move(in)), values(std::move(vals)), dtype(dtype) {
     node = opNode(op, std::move(attrs), outputs);
     values.resize(shapes.size());
-    const OpDef *def = lookupOp("", op);
-    EXPECT_NE(def, nullptr) << op;
-    if (!def)
-      return;
-    auto r = def->infer(inputs());
-    if (!r) {
-      error = shardproof::takeError(r.takeError()).text;
-      return;
-    }
-    result = std::move(*r);
+    TakenError e;
+    result = inferOp(inputs(), e);
+    error = e.text;
   }
   OpInputs inputs() const {
     OpInputs in{node, shapes, {}, values, {}, 1};

@@ -118,11 +118,7 @@ struct OpRun {
     for (auto &x : xs)
       shapes.push_back(x.shape());
     values.resize(shapes.size());
-    auto r = lookupOp("", op)->infer(inputs());
-    if (!r)
-      error = takeError(r.takeError());
-    else
-      result = std::move(*r);
+    result = inferOp(inputs(), error);
   }
   OpInputs inputs() const {
     OpInputs in{node, shapes, {}, values, {}, 1};
