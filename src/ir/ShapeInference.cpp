@@ -50,10 +50,7 @@ std::vector<InferredValue> inferShapes(const Graph &g, int worldSize, std::vecto
     bool known = true;
     for (int id : n.inputs) {
       if (id < 0) {
-        in.shapes.push_back(std::nullopt);
-        in.dtypes.push_back(DType::Other);
-        in.values.push_back(std::nullopt);
-        in.data.push_back(nullptr);
+        in.addOmitted();
         continue;
       }
       known = known && out[id].shape.has_value();

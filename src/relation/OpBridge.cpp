@@ -30,10 +30,7 @@ std::optional<OpInputs> OpBridge::gather(const Graph &g, const Node &n, const st
   };
   for (int id : n.inputs) {
     if (id < 0) {
-      in.shapes.push_back(std::nullopt);
-      in.dtypes.push_back(DType::Other);
-      in.values.push_back(std::nullopt);
-      in.data.push_back(nullptr);
+      in.addOmitted();
       continue;
     }
     const ValueInfo &v = values[id];

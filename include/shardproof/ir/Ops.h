@@ -52,6 +52,13 @@ struct OpInputs {
   /// such as `padded - 0`); unset: nothing is known.
   std::function<bool(const smt::Expr &)> nonNegative;
   bool has(unsigned i) const { return i < shapes.size() && shapes[i].has_value(); }
+  /// Records an omitted optional input (ONNX's empty name) in every list.
+  void addOmitted() {
+    shapes.push_back(std::nullopt);
+    dtypes.push_back(DType::Other);
+    values.push_back(std::nullopt);
+    data.push_back(nullptr);
+  }
 };
 
 struct OpResult {
