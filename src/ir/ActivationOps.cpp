@@ -1,4 +1,5 @@
-// Activation functions, rounding and inference-mode BatchNormalization.
+// Activation functions (PRelu's slope is an input), rounding and
+// inference-mode BatchNormalization.
 //
 // Each activation is written exactly with the term functions we already have
 // (Relu, Exp, Log, Max2/Min2, constants), so the prover reasons about them as
@@ -109,6 +110,44 @@ Term activation(const OpInputs &in, const OpResult &, unsigned, const IndexVec &
   return mkApply(Fn::Log, {mkAdd({mkApply(Fn::Exp, {x}), mkConst(1)})});
 }
 
+// --- PRelu ---------------------------------------------------------------------
+// y = x for x >= 0, slope * x below, with slope broadcast to X unidirectionally
+// (opset >= 7). torch exports nn.PReLU(C) on [N, C, ...] with its weight as
+// [C, 1, ...] (as [C] on [N, C]) and nn.PReLU(1) as [1, ...].
+llvm::Expected<OpResult> inferPRelu(const OpInputs &in) {
+  const Node &n = in.node;
+  if (in.opset < 7)
+    return unsupportedError("node " + describe(n) + ": PRelu before opset 7 (no unidirectional broadcast) is not "
+                                                    "modelled");
+  if (in.shapes.size() != 2 || !in.has(0) || !in.has(1))
+    return userError("node " + describe(n) + ": PRelu takes two inputs (X, slope)");
+  const Shape &x = *in.shapes[0], &slope = *in.shapes[1];
+  if (slope.rank() > x.rank())
+    return userError("node " + describe(n) + ": slope " + slope.str() + " has more dims than X " + x.str());
+  OpResult r = one(x, in.dtypes[0]);
+  size_t off = x.rank() - slope.rank();
+  for (size_t d = 0; d < slope.rank(); ++d) {
+    const Dim &s = slope.dims[d], &t = x.dims[off + d];
+    auto a = s.asInt(), b = t.asInt();
+    if ((a && *a == 1) || s.same(t))
+      continue;
+    if (a && b) // unidirectional: X is never expanded to the slope's shape
+      return userError("node " + describe(n) + ": slope " + slope.str() + " does not broadcast to X " + x.str());
+    // As for numpy broadcasts, a symbolic slope dim must equal X's (one that is
+    // 1 at some size would broadcast instead, and the index map reads idx).
+    r.obligations.push_back({"slope of " + describe(n) + " broadcasts to X: " + s.str() + " == " + t.str(), s == t});
+  }
+  return r;
+}
+
+// LeakyRelu with the slope read per element: relu(x) - slope * relu(-x). At
+// x >= 0 a non-finite slope makes this NaN where ONNX gives x (weights are finite).
+Term prelu(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  Term x = read(0, idx, level);
+  Term slope = read(1, broadcastIndex(*in.shapes[1], idx), level);
+  return mkSub(relu(x), mkMul({slope, relu(mkNeg(x))}));
+}
+
 // Floor, Ceil, Round (half to even), Sign: the named opaque function, folded
 // on numbers.
 Term rounding(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
@@ -189,6 +228,7 @@ std::vector<OpDef> activationOps() {
       opRow("HardSigmoid", C::Compute, inferActivation, activation),
       opRow("HardSwish", C::Compute, inferActivation, activation),
       opRow("Softplus", C::Compute, inferActivation, activation),
+      opRow("PRelu", C::Compute, inferPRelu, prelu),
       opRow("Floor", C::Compute, inferUnary, rounding),
       opRow("Ceil", C::Compute, inferUnary, rounding),
       opRow("Round", C::Compute, inferUnary, rounding),
