@@ -122,21 +122,9 @@ llvm::Expected<OpResult> inferPRelu(const OpInputs &in) {
   if (in.shapes.size() != 2 || !in.has(0) || !in.has(1))
     return userError("node " + describe(n) + ": PRelu takes two inputs (X, slope)");
   const Shape &x = *in.shapes[0], &slope = *in.shapes[1];
-  if (slope.rank() > x.rank())
-    return userError("node " + describe(n) + ": slope " + slope.str() + " has more dims than X " + x.str());
   OpResult r = one(x, in.dtypes[0]);
-  size_t off = x.rank() - slope.rank();
-  for (size_t d = 0; d < slope.rank(); ++d) {
-    const Dim &s = slope.dims[d], &t = x.dims[off + d];
-    auto a = s.asInt(), b = t.asInt();
-    if ((a && *a == 1) || s.same(t))
-      continue;
-    if (a && b) // unidirectional: X is never expanded to the slope's shape
-      return userError("node " + describe(n) + ": slope " + slope.str() + " does not broadcast to X " + x.str());
-    // As for numpy broadcasts, a symbolic slope dim must equal X's (one that is
-    // 1 at some size would broadcast instead, and the index map reads idx).
-    r.obligations.push_back({"slope of " + describe(n) + " broadcasts to X: " + s.str() + " == " + t.str(), s == t});
-  }
+  if (auto e = broadcastsTo(n, "slope", slope, x, r.obligations))
+    return std::move(e);
   return r;
 }
 
