@@ -33,18 +33,15 @@ std::vector<Term> addends(const Term &t) {
 // be proven positive before it is used. False for anything else.
 bool sizeFactors(const Term &t, const ClassTable &classes, int depth, std::vector<Expr> &out);
 
-// A read of a computed class whose definition is the same value at every
-// index: that definition, or null.
+// The definition of a computed class read by `read` (at most 4 classes deep);
+// the callers accept it only if it is a size or a coefficient throughout, and
+// the same at every index.
 const Term *uniformDef(const Term &read, const ClassTable &classes, int depth) {
   if (depth >= 4 || read->cls >= classes.size())
     return nullptr;
   const ClassInfo &ci = classes[read->cls];
   if (ci.kind != ClassInfo::Compute || !ci.def)
     return nullptr;
-  std::vector<ClassId> reads;
-  collectReads(ci.def, reads);
-  if (!reads.empty())
-    return nullptr; // a value computed from other tensors: not a size
   return &ci.def;
 }
 
