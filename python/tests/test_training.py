@@ -144,6 +144,23 @@ class TrainStep(unittest.TestCase):
             # input, not the example size.
             self.assertTrue(any(n.name.startswith("/shardproof_sizes") for n in graph.node))
 
+    def test_a_mean_loss_writes_its_float_divisor_back(self):
+        # mean's backward divides by the element count, saved as a float:
+        # written back as a Cast of the input's sizes (onnx 1.12 has no
+        # helper.np_dtype_to_tensor_dtype; this export failed on it).
+        class MeanMlp(Mlp):
+            def forward(self, x):
+                y = self.up(x)
+                return (y * y).mean()
+
+        case = Case(reference=lambda: MeanMlp(False), implementation=lambda: MeanMlp(True),
+                    inputs=lambda s: {"x": torch.randn(s["batch"], s["seq"], 8)},
+                    dynamic={"x": {0: "batch", 1: "seq"}})
+        with intercepted():
+            export(case, 2, self.out, train=True)
+        graph = onnx.load(os.path.join(self.out, "reference.onnx")).graph
+        self.assertTrue(any(n.op_type == "Cast" and n.name.startswith("/shardproof_sizes") for n in graph.node))
+
     def test_a_forward_that_does_not_return_the_loss(self):
         case = Case(reference=lambda: nn.Linear(8, 8), implementation=lambda: nn.Linear(8, 8),
                     inputs=lambda s: {"x": torch.randn(s["batch"], 8)}, dynamic={"x": {0: "batch"}})

@@ -2,6 +2,8 @@
 // spec's relations, counterexamples, and the verdict.
 #include "Session.h"
 
+#include <algorithm>
+
 #include <llvm/Support/FormatVariadic.h>
 
 #include <unordered_map>
@@ -432,6 +434,21 @@ void Session::decide() {
     else if (f.kind == Failure::Obligation || f.kind == Failure::Unsupported || f.kind == Failure::SolverUnknown)
       unknown = true;
   }
+  // A reference output the cover found no rank tensor for, but whose spec
+  // claim is proven (a data-parallel loss against `mean(loss@*)`), has its
+  // relation: not a failure to head a REFUTED report elsewhere.
+  std::vector<Failure> kept;
+  for (auto &f : result.failures) {
+    bool proven = f.kind == Failure::NoRelation &&
+                  std::any_of(result.outputs.begin(), result.outputs.end(), [&](const OutputResult &o) {
+                    return o.tensor == f.tensor && o.verdict == Verdict::Verified;
+                  });
+    if (proven)
+      result.notes.push_back(f.message + " (the output's placement is proven)");
+    else
+      kept.push_back(f);
+  }
+  result.failures = std::move(kept);
   if (refuted) {
     result.verdict = Verdict::Refuted;
     demoteProvenBranches();

@@ -3,7 +3,13 @@
 // ranges of one body merged, and the addends compared as a multiset. What it
 // proves: an all-reduce moved through a linear op (sum over ranks of p_r @ w is
 // (sum over ranks of p_r) @ w) and a sum over an axis cut into pieces.
+// Addends that differ only in a coefficient c / N, N a size (the 1/(seq*batch)
+// of a mean and of its backward), are matched when the solver proves the
+// coefficients equal: a data-parallel rank's 1/2 * 1/(seq*batch_local) is the
+// reference's 1/(seq*batch) where batch == 2 * batch_local.
 #include "Prover.h"
+
+#include <cmath>
 
 namespace shardproof::relation {
 
@@ -22,7 +28,155 @@ std::vector<Term> addends(const Term &t) {
   return {t};
 }
 
+// The factors of the integer a term of constants and sums of constants counts
+// (`8 * sum(k in [0, batch*seq): 1)`, what ReduceMean divides by); each must
+// be proven positive before it is used. False for anything else.
+bool sizeFactors(const Term &t, const ClassTable &classes, int depth, std::vector<Expr> &out);
+
+// The definition of a computed class read by `read` (at most 4 classes deep);
+// the callers accept it only if it is a size or a coefficient throughout, and
+// the same at every index.
+const Term *uniformDef(const Term &read, const ClassTable &classes, int depth) {
+  if (depth >= 4 || read->cls >= classes.size())
+    return nullptr;
+  const ClassInfo &ci = classes[read->cls];
+  if (ci.kind != ClassInfo::Compute || !ci.def)
+    return nullptr;
+  return &ci.def;
+}
+
+bool noPatternIndex(const std::vector<Expr> &fs, size_t from, unsigned rank) {
+  for (size_t i = from; i < fs.size(); ++i)
+    for (unsigned u = 0; u < rank; ++u)
+      if (fs[i].mentions("u!" + std::to_string(u)))
+        return false;
+  return true;
+}
+
+bool sizeFactors(const Term &t, const ClassTable &classes, int depth, std::vector<Expr> &out) {
+  if (t->kind == TermKind::Read) {
+    const Term *def = uniformDef(t, classes, depth);
+    size_t from = out.size();
+    return def && sizeFactors(*def, classes, depth + 1, out) &&
+           noPatternIndex(out, from, classes[t->cls].shape.rank());
+  }
+  if (t->kind == TermKind::Const) {
+    if (!(t->value >= 1 && t->value < 1e9 && t->value == std::floor(t->value)))
+      return false;
+    out.push_back(Expr::intConst(static_cast<int64_t>(t->value)));
+    return true;
+  }
+  if (t->kind == TermKind::Apply && t->fn == Fn::Mul) {
+    for (auto &a : t->args)
+      if (!sizeFactors(a, classes, depth, out))
+        return false;
+    return true;
+  }
+  if (t->kind != TermKind::Sum || t->red != Fn::Add)
+    return false;
+  std::vector<Expr> body;
+  if (!sizeFactors(t->args[0], classes, depth, body))
+    return false;
+  std::string k = "k!" + std::to_string(t->level);
+  for (auto &f : body)
+    if (f.mentions(k))
+      return false; // a triangular count: not a product of lengths
+  out.push_back((t->hi - t->lo).simplify());
+  out.insert(out.end(), body.begin(), body.end());
+  return true;
+}
+
+// An addend as c / (product of sizes) * rest: constants and reciprocals of
+// sizes taken out of products and out of sums they do not depend on (linear).
+struct Scaled {
+  double c = 1;
+  std::vector<Expr> sizes; // the denominator's factors
+  Term rest;
+};
+
+// `classes`: a read of a computed class whose definition is such a
+// coefficient at every index (a rank's `1 / (8 * seq * batch_local)` tensor
+// that its gradients multiply by) is taken out too.
+Scaled splitScaled(const Term &t, const ClassTable &classes, int depth = 0) {
+  Scaled s;
+  s.rest = t;
+  if (t->kind == TermKind::Const) {
+    s.c = t->value;
+    s.rest = mkConst(1);
+  } else if (t->kind == TermKind::Read) {
+    const Term *def = uniformDef(t, classes, depth);
+    if (!def)
+      return s;
+    Scaled d = splitScaled(*def, classes, depth + 1);
+    if (d.sizes.empty() || d.rest->kind != TermKind::Const || d.rest->value != 1 ||
+        !noPatternIndex(d.sizes, 0, classes[t->cls].shape.rank()))
+      return s;
+    return d;
+  } else if (t->kind == TermKind::Apply && t->fn == Fn::Recip) {
+    if (sizeFactors(t->args[0], classes, depth, s.sizes))
+      s.rest = mkConst(1);
+    else
+      s.sizes.clear();
+  } else if (t->kind == TermKind::Apply && t->fn == Fn::Mul) {
+    std::vector<Term> rests;
+    for (auto &a : t->args) {
+      Scaled f = splitScaled(a, classes, depth);
+      s.c *= f.c;
+      s.sizes.insert(s.sizes.end(), f.sizes.begin(), f.sizes.end());
+      rests.push_back(f.rest);
+    }
+    s.rest = mkMul(std::move(rests));
+  } else if (t->kind == TermKind::Sum && t->red == Fn::Add) {
+    Scaled b = splitScaled(t->args[0], classes, depth);
+    std::string k = "k!" + std::to_string(t->level);
+    for (auto &f : b.sizes)
+      if (f.mentions(k))
+        return s;
+    s.c = b.c;
+    s.sizes = std::move(b.sizes);
+    s.rest = mkReduceLike(t, t->lo, t->hi, b.rest);
+  }
+  return s;
+}
+
+// c as p / q exactly (the double that p / q rounds to, q <= 4096): a mean's
+// 1/3 is the fraction it was computed from.
+std::optional<std::pair<int64_t, int64_t>> fraction(double c) {
+  for (int64_t q = 1; q <= 4096; ++q) {
+    double p = std::round(c * static_cast<double>(q));
+    if (std::fabs(p) < 1e12 && p / static_cast<double>(q) == c)
+      return std::make_pair(static_cast<int64_t>(p), q);
+  }
+  return std::nullopt;
+}
+
+Expr product(const std::vector<Expr> &fs) {
+  Expr n = Expr::intConst(1);
+  for (auto &f : fs)
+    n = n * f;
+  return n;
+}
+
 } // namespace
+
+// x and y as c_x / N_x * r and c_y / N_y * r: the same r, and c_x * N_y ==
+// c_y * N_x for sizes proven positive (so each reciprocal is a real one).
+static bool equalScaled(Prover &p, const Scaled &x, const Scaled &y, int level) {
+  auto fx = fraction(x.c), fy = fraction(y.c);
+  if (!fx || !fy)
+    return false;
+  Expr positive = Expr::boolConst(true);
+  for (auto *side : {&x.sizes, &y.sizes})
+    for (auto &f : *side)
+      positive = positive && f > Expr::intConst(0);
+  if (!p.implies(positive, "linear.scale.positive"))
+    return false;
+  Expr lhs = Expr::intConst(fx->first * fy->second) * product(y.sizes);
+  Expr rhs = Expr::intConst(fy->first * fx->second) * product(x.sizes);
+  if (!p.implies(lhs == rhs, "linear.scale"))
+    return false;
+  return p.equal(x.rest, y.rest, level);
+}
 
 // a * (b + c) = a*b + a*c and sum_k (b + c) = sum_k b + sum_k c, recursively
 // through Add, Mul and sums; nullopt past kMaxAddends (no blow-up).
@@ -130,15 +284,27 @@ bool Prover::equalAsLinear(const Term &a, const Term &b, int level) {
   std::vector<Term> ys = mergeAdjacentSums(addends(*eb), level);
   if (xs.size() != ys.size() || (xs.size() == 1 && sameTerm(xs[0], a) && sameTerm(ys[0], b)))
     return false;
+  std::vector<Scaled> sy;
+  for (auto &y : ys)
+    sy.push_back(splitScaled(y, classes_));
   std::vector<bool> used(ys.size(), false);
   for (auto &x : xs) {
     bool found = false;
+    Scaled sx = splitScaled(x, classes_);
     for (size_t j = 0; j < ys.size() && !found; ++j) {
-      if (used[j] || ys[j]->skeleton != x->skeleton || linearBudget_ == 0)
+      if (used[j] || linearBudget_ == 0)
         continue;
-      --linearBudget_;
-      if (equal(x, ys[j], level))
-        used[j] = found = true;
+      if (ys[j]->skeleton == x->skeleton) {
+        --linearBudget_;
+        found = equal(x, ys[j], level);
+      }
+      // Only where a size divides: other coefficients compare as constants.
+      if (!found && (!sx.sizes.empty() || !sy[j].sizes.empty()) &&
+          sx.rest->skeleton == sy[j].rest->skeleton && linearBudget_ > 0) {
+        --linearBudget_;
+        found = equalScaled(*this, sx, sy[j], level);
+      }
+      used[j] = found;
     }
     if (!found)
       return false;

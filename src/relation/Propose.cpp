@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace shardproof::relation {
 
@@ -28,26 +29,59 @@ bool sameSize(smt::Solver &solver, const Expr &a, const Expr &b) {
 // term within a few layers; a proposal is a convenience, not a proof search.
 constexpr unsigned kProposalSteps = 16;
 
+// The class to unfold next: the highest computed class either side reads, or
+// with `oneSidedFirst` the highest that only one side reads (a data-parallel
+// rank's loss class against the reference's split sum, which already reads
+// the classes that loss is computed from). A class both sides read is a
+// subterm they share; unfolding it grows both without bringing them closer.
+ClassId nextToUnfold(const Term &a, const Term &b, const ClassTable &classes, bool oneSidedFirst) {
+  ClassId none = static_cast<ClassId>(-1);
+  ClassId ca = Prover::highestComputed(a, classes), cb = Prover::highestComputed(b, classes);
+  ClassId highest = ca == none ? cb : cb == none ? ca : std::max(ca, cb);
+  if (!oneSidedFirst)
+    return highest;
+  std::vector<ClassId> ra, rb;
+  collectReads(a, ra);
+  collectReads(b, rb);
+  std::sort(ra.begin(), ra.end());
+  std::sort(rb.begin(), rb.end());
+  std::vector<ClassId> oneSided;
+  std::set_symmetric_difference(ra.begin(), ra.end(), rb.begin(), rb.end(), std::back_inserter(oneSided));
+  for (auto it = oneSided.rbegin(); it != oneSided.rend(); ++it)
+    if (classes[*it].kind == ClassInfo::Compute)
+      return *it;
+  return highest;
+}
+
 } // namespace
 
-std::optional<Expr> Session::unfoldUntilEqual(Term a, Term b, Expr diff, unsigned maxSteps) {
+std::optional<Expr> Session::unfoldUntilEqual(Term a0, Term b0, Expr diff, unsigned maxSteps) {
   std::optional<Expr> d = diff;
-  unsigned expansions = 0;
-  while (d) {
-    ClassId ca = Prover::highestComputed(a, classes), cb = Prover::highestComputed(b, classes);
-    ClassId none = static_cast<ClassId>(-1);
-    ClassId c = ca == none ? cb : cb == none ? ca : std::max(ca, cb);
-    if (c == none || ++expansions > maxSteps)
-      break;
-    // A step whose comparison the solver could not decide is not unfolded
-    // further: without those facts the terms only grow (with
-    // --solver-timeout 0, 64 such steps took a minute on one GPT block), and
-    // the answer is UNKNOWN with the solver's reason either way.
-    const unsigned undecidedBefore = solver.undecided();
-    a = prover.expandClass(a, c, 0);
-    b = prover.expandClass(b, c, 0);
-    d = prover.firstDifference(a, b, 0);
-    if (d && solver.undecided() != undecidedBefore)
+  // The highest class first; where that does not meet, again with the classes
+  // only one side reads first (a data-parallel loss, Prover::equal's sizes).
+  for (bool oneSidedFirst : {false, true}) {
+    Term a = a0, b = b0;
+    d = diff;
+    unsigned expansions = 0;
+    bool undecided = false;
+    while (d) {
+      ClassId none = static_cast<ClassId>(-1);
+      ClassId c = nextToUnfold(a, b, classes, oneSidedFirst);
+      if (c == none || ++expansions > maxSteps)
+        break;
+      // A step whose comparison the solver could not decide is not unfolded
+      // further: without those facts the terms only grow (with
+      // --solver-timeout 0, 64 such steps took a minute on one GPT block), and
+      // the answer is UNKNOWN with the solver's reason either way.
+      const unsigned undecidedBefore = solver.undecided();
+      a = prover.expandClass(a, c, 0);
+      b = prover.expandClass(b, c, 0);
+      d = prover.firstDifference(a, b, 0);
+      undecided = d && solver.undecided() != undecidedBefore;
+      if (undecided)
+        break;
+    }
+    if (!d || undecided)
       break;
   }
   return d;

@@ -1,4 +1,4 @@
-// Compiling the spec's relation expressions (concat, sum, slice, pad,
+// Compiling the spec's relation expressions (concat, sum, mean, slice, pad,
 // transpose, reshape over NAME@RANK) into element terms.
 #include "Session.h"
 
@@ -58,13 +58,16 @@ llvm::Expected<std::pair<Term, Shape>> Session::compileRelation(const spec::RelE
       return userError("axis " + std::to_string(a) + " out of range for rank " + std::to_string(r), e.loc);
     return a < 0 ? a + r : a;
   };
-  if (e.fn == "sum") {
+  if (e.fn == "sum" || e.fn == "mean") {
     std::vector<Term> ts;
     for (auto &a : args) {
       if (a.second.rank() != s0.rank())
-        return userError("sum(...) of tensors of different rank", e.loc);
+        return userError(e.fn + "(...) of tensors of different rank", e.loc);
       ts.push_back(a.first);
     }
+    // mean: the average of its arguments, so mean(x@*) is the sum over the ranks / world_size.
+    if (e.fn == "mean")
+      return std::make_pair(mkMul({mkConst(1.0 / static_cast<double>(ts.size())), mkAdd(ts)}), s0);
     return std::make_pair(mkAdd(ts), s0);
   }
   if (e.fn == "concat") {

@@ -6,6 +6,7 @@
 #include "DraftGuess.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -91,6 +92,37 @@ std::string rankPattern(const std::vector<std::string> &paths) {
   return "";
 }
 
+// The op writing output `name` on every rank, if they agree ("" otherwise).
+std::string producerOnRanks(const std::vector<const ir::Graph *> &ranks, const std::string &name) {
+  std::string op;
+  for (const ir::Graph *g : ranks) {
+    auto id = g->find(name);
+    int p = id ? g->values[*id].producer : -1;
+    if (p < 0 || (!op.empty() && g->nodes[p].opType != op))
+      return "";
+    op = g->nodes[p].opType;
+  }
+  return op;
+}
+
+// A training step's loss when its data is split (a batch or a sequence
+// shard, not a parameter): each rank's scalar covers its own rows, so it is
+// not the whole loss. A mean over them is averaged over the ranks (right
+// only for equal shards), a sum adds up. nullopt: keep the shape's guess.
+std::optional<Guess> splitLoss(const std::string &name, const std::string &op) {
+  std::string quoted = std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(c) || c == '_'; })
+                           ? name
+                           : "'" + name + "'";
+  if (op == "ReduceMean")
+    return Guess{"\"mean(" + quoted + "@*)\"",
+                 "each rank's mean over its shard of the split data; their average is the whole mean only for "
+                 "equal shards",
+                 {}, {}, false};
+  if (op == "ReduceSum")
+    return Guess{"partial", "each rank's sum over its shard of the split data", {}, {}, false};
+  return std::nullopt;
+}
+
 } // namespace
 
 Draft draftSpec(const DraftInput &in) {
@@ -111,6 +143,14 @@ Draft draftSpec(const DraftInput &in) {
   std::string inputs, outputs, constants;
   unsigned omitted = 0, likeParams = 0;
   std::map<std::string, std::string> inputGuess; // input -> its drafted placement
+  // A training step's data inputs (those without a gradient output) of which one is drafted as a shard.
+  auto splitData = [&] {
+    for (auto &[input, placement] : inputGuess)
+      if (placement.rfind("{shard", 0) == 0 && ref.find("grad:" + input) == std::nullopt)
+        return std::any_of(ref.outputs.begin(), ref.outputs.end(),
+                           [&](int id) { return ref.values[id].name.rfind("grad:", 0) == 0; });
+    return false;
+  };
   auto place = [&](const std::string &name, bool output, std::string &out) {
     Side r = sideOf(ref, refShapes, name);
     std::vector<Side> ranks;
@@ -136,6 +176,9 @@ Draft draftSpec(const DraftInput &in) {
       ++omitted;
       return;
     }
+    if (output && g.placement == "replicated" && r.shape && r.shape->rank() == 0 && splitData())
+      if (auto loss = splitLoss(name, producerOnRanks(in.ranks, name)))
+        g = *loss;
     if (!output && !g.todo)
       inputGuess[name] = g.placement;
     // A training step's gradient drafted where its parameter is: said once by

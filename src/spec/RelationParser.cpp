@@ -26,6 +26,7 @@ const std::vector<FnSig> &signatures() {
   static const std::vector<FnSig> sigs = {
       {"concat", false, {"axis"}, {}, {"axis"}},
       {"sum", false, {}, {}, {}},
+      {"mean", false, {}, {}, {}},
       {"slice", true, {"axis", "start", "end"}, {}, {"axis"}},
       {"pad", true, {"axis", "before", "after"}, {}, {"axis"}},
       {"transpose", true, {"perm"}, {"perm"}, {"perm"}},

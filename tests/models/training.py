@@ -15,24 +15,42 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
-# name -> (factory in tests/models/megatron/training.py, world size)
+# name -> (factory in tests/models/megatron/training.py, or FILE.py:factory for
+# another file there, world size)
 FIXTURES = {
     "mlp_tp2": ("mlp_tp", 2),
     "mlp_tp2_f_without_reduce": ("mlp_tp_f_without_reduce", 2),
     "mlp_sp2": ("mlp_sp", 2),
     "mlp_sp2_grads_unsynced": ("mlp_sp_grads_unsynced", 2),
     "gpt2_block_tp2": ("gpt2_block_tp", 2),
+    "mlp_dp2": ("data_parallel.py:mlp_dp", 2),
+    "mlp_dp2_averaged_twice": ("data_parallel.py:mlp_dp_averaged_twice", 2),
+    "mlp_dp2_not_averaged": ("data_parallel.py:mlp_dp_not_averaged", 2),
 }
 
 
 def generate(out):
     from shardproof.torch import export, intercepted, load_factory
 
-    source = os.path.join(ROOT, "tests", "models", "megatron", "training.py")
+    megatron = os.path.join(ROOT, "tests", "models", "megatron")
     for name, (factory, world) in FIXTURES.items():
+        if ":" not in factory:
+            factory = "training.py:" + factory
         with tempfile.TemporaryDirectory() as tmp, intercepted():
-            case = load_factory(f"{source}:{factory}")
+            case = load_factory(os.path.join(megatron, factory))
             got = export(case, world, os.path.join(tmp, "x"), train=True)
             shutil.move(got.reference, os.path.join(out, f"train_{name}_ref.onnx"))
             for r, path in enumerate(got.ranks):
                 shutil.move(path, os.path.join(out, f"train_{name}_rank{r}.onnx"))
+
+
+if __name__ == "__main__":
+    # Only these fixtures: training.py OUTDIR [NAME ...]
+    if len(sys.argv) < 2:
+        sys.exit("usage: training.py OUTDIR [NAME ...]")
+    if len(sys.argv) > 2:
+        FIXTURES = {n: FIXTURES[n] for n in sys.argv[2:]}
+    import torch
+
+    torch.manual_seed(0)
+    generate(sys.argv[1])

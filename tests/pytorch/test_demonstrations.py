@@ -119,11 +119,6 @@ class MegatronLlamaAgainstHfStyleReference(Demonstration):
         self.refuted("llama.py:llama_tp_missing_g", 2, "REFUTED at module self_attn.o_proj")
 
 
-def loss_is_partial(spec):
-    # Under sequence parallelism each rank's loss covers its own sequence shard.
-    return spec.replace("  loss: replicated", "  loss: partial")
-
-
 class TrainingStep(Demonstration):
     """`export --train`: the loss and every parameter's gradient, through the
     backward pass torch records (Megatron's f and g and their backward)."""
@@ -138,16 +133,29 @@ class TrainingStep(Demonstration):
                      train=True)
 
     def test_sequence_parallel_mlp_with_its_gradients_all_reduced(self):
-        self.verified("training.py:mlp_sp", 2, every_layer=False, train=True, edit=loss_is_partial)
+        # init drafts `loss: partial`: each rank's ReduceSum covers its sequence shard.
+        self.verified("training.py:mlp_sp", 2, every_layer=False, train=True)
 
     def test_sequence_parallel_gradients_not_all_reduced_are_refuted(self):
         # Megatron-LM #1446: LayerNorm weights under sequence parallelism
         # each see one sequence shard; without the all-reduce they drift apart.
-        code, report = three_commands("training.py:mlp_sp_grads_unsynced", 2, train=True, edit=loss_is_partial)
+        code, report = three_commands("training.py:mlp_sp_grads_unsynced", 2, train=True)
         self.assertEqual(code, 1, report)
         for p in ("norm.weight", "norm.bias", "down.bias"):
             self.assertIn(f"grad:{p}: REFUTED", report)
         self.assertIn("grad:up.weight: VERIFIED", report)
+        self.assertIn("CONFIRMED: the two numbers differ", report)
+
+    def test_data_parallel_mlp_with_ddp_averaging(self):
+        # init drafts the batch shard, replicated parameters and gradients,
+        # and `loss: "mean(loss@*)"`: each rank's ReduceMean covers its rows.
+        self.verified("data_parallel.py:mlp_dp", 2, every_layer=False, train=True)
+
+    def test_data_parallel_gradients_summed_but_not_averaged_are_refuted(self):
+        code, report = three_commands("data_parallel.py:mlp_dp_not_averaged", 2, train=True)
+        self.assertEqual(code, 1, report)
+        self.assertIn("loss: VERIFIED", report)
+        self.assertIn("grad:up.weight: REFUTED", report)
         self.assertIn("CONFIRMED: the two numbers differ", report)
 
     def test_gpt2_block_step_attention_and_mlp(self):

@@ -54,6 +54,13 @@ def _fit(values, points, names):
     return None if len(best) != 1 else (best[0][1], best[0][2])
 
 
+def _tensor_type(dtype):
+    """ONNX's element type for a numpy dtype (onnx 1.12 has only the mapping table)."""
+    if hasattr(helper, "np_dtype_to_tensor_dtype"):
+        return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    return onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dtype)]
+
+
 class _Builder:
     def __init__(self, prefix, axes):
         self.prefix, self.axes, self.nodes, self.count = prefix, axes, [], 0
@@ -84,10 +91,9 @@ class _Builder:
         for x in num[1:]:
             value = self.op("Mul", [value, x])
         if dtype != np.int64:
-            value = self.op("Cast", [value], to=helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))
+            value = self.op("Cast", [value], to=_tensor_type(dtype))
             for x in den:
-                value = self.op("Div", [value, self.op("Cast", [x], to=helper.np_dtype_to_tensor_dtype(
-                    np.dtype(dtype)))])
+                value = self.op("Div", [value, self.op("Cast", [x], to=_tensor_type(dtype))])
         if k != 1:
             kk = np.array(int(k) if dtype == np.int64 else float(k), dtype=dtype)
             value = self.op("Mul", [value, self.const(kk)])

@@ -33,8 +33,8 @@ const std::map<std::string, const char *> kSpecDecides = {
     {"seq_pos_sizes_tp3.yaml", "wrong only under the uneven split policy the spec declares (rank sizes are symbolic)"},
     {"seq_pos_tensor_split_tp3.yaml",
      "wrong only under the uneven split policy the spec declares (rank sizes are symbolic)"},
-    {"train_mlp_sp2.yaml",
-     "each rank's loss is its sequence shard's part (`loss: partial`): a scalar's shape cannot tell"},
+    {"train_mlp_dp2_uneven.yaml",
+     "wrong only under the uneven split policy the spec declares (rank sizes are symbolic)"},
 };
 
 struct Models {

@@ -123,3 +123,23 @@ TEST_F(LinearTest, SumSplitsWhereTwiceTheIndexCrossesABound) {
   for (int64_t v = 1; v < 12; ++v)
     EXPECT_NEAR(value(u, {{"n", v}}), value(nu, {{"n", v}}), 1e-12) << v;
 }
+
+// A mean's coefficient is a size: the reference's 1/(8*batch) against a
+// data-parallel rank's 1/2 * 1/(8*half) per shard, equal where batch ==
+// 2*half and not otherwise (an uneven split, or the average forgotten).
+TEST_F(LinearTest, CoefficientsThatAreSizesCompareByTheSolver) {
+  Expr batch = sym("batch"), half = sym("half");
+  auto count = [&](Expr n) { return mkMul({mkConst(8), mkSum(1, num(0), std::move(n), mkConst(1))}); };
+  auto meanOf = [&](ClassId c, Expr n, double scale) {
+    return mkMul({mkConst(scale), mkApply(Fn::Recip, {count(n)}), sumTo(n, read(c, k))});
+  };
+  Term whole = mkMul({mkApply(Fn::Recip, {count(batch)}), mkAdd({sumTo(half, read(1, k)), sumTo(half, read(2, k))})});
+  Term averaged = mkAdd({meanOf(1, half, 0.5), meanOf(2, half, 0.5)});
+  Term summed = mkAdd({meanOf(1, half, 1), meanOf(2, half, 1)});
+  prover.push(half >= num(1) && batch == num(2) * half);
+  EXPECT_TRUE(prover.equal(whole, averaged, 0));
+  EXPECT_FALSE(prover.equal(whole, summed, 0));
+  prover.pop();
+  prover.push(half >= num(1) && batch == num(2) * half + num(1));
+  EXPECT_FALSE(prover.equal(whole, averaged, 0)) << "uneven: the coefficients differ";
+}

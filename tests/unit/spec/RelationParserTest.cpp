@@ -71,6 +71,9 @@ INSTANTIATE_TEST_SUITE_P(
     Forms, RelationRender,
     ::testing::Values(
         StrCase{"sum(p@*)", 4, "sum(p@0, p@1, p@2, p@3)"},
+        // data-parallel loss: the average of the ranks' losses
+        StrCase{"mean(loss@*)", 2, "mean(loss@0, loss@1)"},
+        StrCase{"mean( g@0 )", 3, "mean(g@0)"},
         StrCase{"h@*", 1, "h@0"}, // a lone NAME@* is fine with one rank
         StrCase{"h@1", 2, "h@1"},
         StrCase{"  sum( p@0 ,p@1 ) ", 2, "sum(p@0, p@1)"},
@@ -136,6 +139,11 @@ INSTANTIATE_TEST_SUITE_P(
                                          "did you mean 'axis'?"},
         ErrCase{"sum(p@*, axis=0)", 2, "unknown keyword argument 'axis' for sum() at column 10 (it "
                                        "takes none)"},
+        ErrCase{"mean(loss@*, axis=0)", 2, "unknown keyword argument 'axis' for mean() at column 14 (it "
+                                           "takes none)"},
+        ErrCase{"mean()", 2, "mean() needs at least one tensor argument"},
+        ErrCase{"mean(loss@2)", 2, "rank 2 out of range for world_size 2"},
+        ErrCase{"mean", 2, "expected '@' after 'mean' at column 5"},
         ErrCase{"concatenate(h@*, axis=0)", 2, "unknown relation function 'concatenate' at column "
                                                "1; did you mean 'concat'?"},
         ErrCase{"gather(h@*)", 2, "unknown relation function 'gather'"},
