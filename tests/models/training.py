@@ -22,6 +22,8 @@ FIXTURES = {
     "mlp_sp2": ("mlp_sp", 2),
     "mlp_sp2_grads_unsynced": ("mlp_sp_grads_unsynced", 2),
     "gpt2_block_tp2": ("gpt2_block_tp", 2),
+    "mqa_tp2": ("mqa_tp", 2),
+    "mqa_tp2_kv_grad_unsynced": ("mqa_tp_kv_grad_unsynced", 2),
 }
 
 

@@ -29,6 +29,13 @@ Factories (`--train --world-size P`):
                              one-hot on the rank that owns it)
   gpt2_lm_tp_step_ce_grad_unmasked  ... whose backward subtracts the   REFUTED
                              one-hot on every rank: both gradients, replayed
+  mqa_tp                     mqa.py: multi-query attention, the query  VERIFIED
+                             heads split, the one K/V projection
+                             replicated and its gradient all-reduced
+                             after the backward pass
+  mqa_tp_kv_grad_unsynced    ... without that all-reduce: each rank    REFUTED
+                             keeps its own heads' part (bigcode
+                             Megatron-LM #35)
 """
 import torch
 import torch.nn.functional as F
@@ -37,6 +44,7 @@ from torch import nn
 import gpt2
 import gpt2_lm
 import llama
+import mqa
 import tensor_parallel as tp
 from shardproof.torch import Case
 
@@ -187,3 +195,27 @@ def gpt2_lm_tp_step():
 
 def gpt2_lm_tp_step_ce_grad_unmasked():
     return _lm_step(bugs={"ce_backward_ignores_target_mask"})
+
+
+def _mqa_step(bugs=()):
+    def inputs(sizes):
+        shape = (sizes["seq"], sizes["batch"], mqa.HIDDEN)
+        return {"x": torch.randn(*shape), "target": torch.randn(*shape)}
+
+    def implementation():
+        tp.reset_groups()
+        tp.BUGS.clear()
+        tp.BUGS.update(bugs)
+        return SquaredError(mqa.Block(parallel=True))
+
+    axes = {0: "seq", 1: "batch"}
+    return Case(reference=lambda: SquaredError(mqa.Block()), implementation=implementation, inputs=inputs,
+                dynamic={"x": axes, "target": axes}, finalize_grads=mqa.allreduce_replicated_kv_grads)
+
+
+def mqa_tp():
+    return _mqa_step()
+
+
+def mqa_tp_kv_grad_unsynced():
+    return _mqa_step(bugs={"mqa_kv_grad_unsynced"})
