@@ -24,6 +24,8 @@ FIXTURES = {
     "gpt2_block_tp2": ("gpt2_block_tp", 2),
     "mqa_tp2": ("mqa_tp", 2),
     "mqa_tp2_kv_grad_unsynced": ("mqa_tp_kv_grad_unsynced", 2),
+    "tied_tp2": ("tied_tp", 2),
+    "tied_tp2_head_without_f": ("tied_tp_head_without_f", 2),
 }
 
 

@@ -36,6 +36,12 @@ Factories (`--train --world-size P`):
   mqa_tp_kv_grad_unsynced    ... without that all-reduce: each rank    REFUTED
                              keeps its own heads' part (bigcode
                              Megatron-LM #35)
+  tied_tp                    tied.py: input embedding and LM head      VERIFIED
+                             sharing one vocab-parallel weight, the
+                             squared logits summed as the loss
+  tied_tp_head_without_f     ... whose LM head reads h without f: the  REFUTED
+                             embedding use of the tied weight (and the
+                             LayerNorm) get only the rank's logits' part
 """
 import torch
 import torch.nn.functional as F
@@ -45,6 +51,7 @@ import gpt2
 import gpt2_lm
 import llama
 import mqa
+import tied
 import tensor_parallel as tp
 from shardproof.torch import Case
 
@@ -219,3 +226,25 @@ def mqa_tp():
 
 def mqa_tp_kv_grad_unsynced():
     return _mqa_step(bugs={"mqa_kv_grad_unsynced"})
+
+
+def _tied_step(bugs=()):
+    def inputs(sizes):
+        return {"input_ids": torch.randint(0, tied.VOCAB, (sizes["seq"], sizes["batch"]))}
+
+    def implementation():
+        tp.reset_groups()
+        tp.BUGS.clear()
+        tp.BUGS.update(bugs)
+        return tied.TiedLm(parallel=True)
+
+    return Case(reference=tied.TiedLm, implementation=implementation, inputs=inputs,
+                dynamic={"input_ids": {0: "seq", 1: "batch"}})
+
+
+def tied_tp():
+    return _tied_step()
+
+
+def tied_tp_head_without_f():
+    return _tied_step(bugs={"tied_head_without_f"})
