@@ -497,10 +497,27 @@ Term compareLeaves(const std::string &op, const Term &a, const Term &b) {
   return mkApply(Fn::Opaque, {a, b}, op);
 }
 
+// A comparison of two integer values the prover reads as index expressions
+// (a token id against a column number: the one-hot of an embedding's or a
+// cross-entropy's backward) as a condition: 1 where it holds, else 0.
+static std::optional<Term> integerComparison(const OpInputs &in, const Term &a, const Term &b) {
+  const std::string &op = in.node.opType;
+  if (op == "And" || op == "Or" || !in.indexValue || isFloating(in.dtypes[0]) || isFloating(in.dtypes[1]))
+    return std::nullopt;
+  auto x = in.indexValue(a), y = in.indexValue(b);
+  if (!x || !y)
+    return std::nullopt;
+  Expr holds = op == "Equal" ? *x == *y : op == "Less" ? *x < *y : op == "Greater" ? *x > *y
+             : op == "LessOrEqual" ? *x <= *y : *x >= *y;
+  return mkMaskSelect(holds, mkConst(1), mkConst(0));
+}
+
 Term compare(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
   const std::string &op = in.node.opType;
   Term a = read(0, broadcastIndex(*in.shapes[0], idx), level);
   Term b = read(1, broadcastIndex(*in.shapes[1], idx), level);
+  if (auto c = integerComparison(in, a, b))
+    return *c;
   return mapLeaves(a, [&](const Term &x) { return mapLeaves(b, [&](const Term &y) { return compareLeaves(op, x, y); }); });
 }
 

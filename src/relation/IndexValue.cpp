@@ -37,6 +37,21 @@ std::optional<Expr> IndexValues::constantCondition(const ClassTable &table, cons
   return ite(cond, num(found->onTrue), num(found->onFalse)).simplify();
 }
 
+// A 1-d integer constant c0, c0 + d, c0 + 2d, ... read at a symbolic index
+// (torch.arange(n) exported as a constant: the columns of a one-hot) is
+// c0 + d * index; the read's index is inside the tensor.
+std::optional<Expr> IndexValues::arithmeticProgression(const ClassInfo &ci, const Term &t) {
+  if (t->idx.size() != 1 || ci.dataDims.size() != 1 || ci.data.size() < 2)
+    return std::nullopt;
+  auto whole = [](double v) { return std::isfinite(v) && v == std::floor(v) && std::abs(v) < 1e15; };
+  double step = ci.data[1] - ci.data[0];
+  for (size_t i = 0; i < ci.data.size(); ++i)
+    if (!whole(ci.data[i]) || ci.data[i] != ci.data[0] + step * static_cast<double>(i))
+      return std::nullopt;
+  auto num = [](double v) { return Expr::intConst(static_cast<int64_t>(v)); };
+  return (num(ci.data[0]) + num(step) * t->idx[0]).simplify();
+}
+
 // Counts that cannot be negative: numerals >= 0, index variables (they range
 // over [0, dim)), and the values proven >= 0 where their sum(k in [0, E): 1)
 // term was built (valueTerm, shapeValueTerm).
@@ -100,7 +115,9 @@ std::optional<Expr> IndexValues::indexValue(const ClassTable &table, const Term 
       }
       if (!symbolic)
         return sub(mkConst(ci.data[flat]));
-      return constantCondition(table, t);
+      if (auto c = constantCondition(table, t))
+        return c;
+      return arithmeticProgression(ci, t);
     }
     case ClassInfo::Compute:
       return sub(instantiate(ci.def, indexVars("u", static_cast<unsigned>(ci.shape.rank())), t->idx, 0));

@@ -23,6 +23,7 @@ public:
   /// integer expression; nullopt if it is not integer data we can follow.
   std::optional<smt::Expr> indexValue(const ClassTable &table, const ir::Term &t, int depth = 0) const;
   std::optional<smt::Expr> constantCondition(const ClassTable &table, const ir::Term &t) const;
+  static std::optional<smt::Expr> arithmeticProgression(const ClassInfo &ci, const ir::Term &t);
   /// Name of the uninterpreted function giving a leaf integer input's elements.
   std::string valueFunction(ClassId c) const;
   bool knownNonNegative(const smt::Expr &e) const;

@@ -26,6 +26,10 @@ FIXTURES = {
     "mlp_dp2": ("data_parallel.py:mlp_dp", 2),
     "mlp_dp2_averaged_twice": ("data_parallel.py:mlp_dp_averaged_twice", 2),
     "mlp_dp2_not_averaged": ("data_parallel.py:mlp_dp_not_averaged", 2),
+    "mqa_tp2": ("mqa_tp", 2),
+    "mqa_tp2_kv_grad_unsynced": ("mqa_tp_kv_grad_unsynced", 2),
+    "tied_tp2": ("tied_tp", 2),
+    "tied_tp2_head_without_f": ("tied_tp_head_without_f", 2),
 }
 
 

@@ -29,6 +29,19 @@ Factories (`--train --world-size P`):
                              one-hot on the rank that owns it)
   gpt2_lm_tp_step_ce_grad_unmasked  ... whose backward subtracts the   REFUTED
                              one-hot on every rank: both gradients, replayed
+  mqa_tp                     mqa.py: multi-query attention, the query  VERIFIED
+                             heads split, the one K/V projection
+                             replicated and its gradient all-reduced
+                             after the backward pass
+  mqa_tp_kv_grad_unsynced    ... without that all-reduce: each rank    REFUTED
+                             keeps its own heads' part (bigcode
+                             Megatron-LM #35)
+  tied_tp                    tied.py: input embedding and LM head      VERIFIED
+                             sharing one vocab-parallel weight, the
+                             squared logits summed as the loss
+  tied_tp_head_without_f     ... whose LM head reads h without f: the  REFUTED
+                             embedding use of the tied weight (and the
+                             LayerNorm) get only the rank's logits' part
 """
 import torch
 import torch.nn.functional as F
@@ -37,6 +50,8 @@ from torch import nn
 import gpt2
 import gpt2_lm
 import llama
+import mqa
+import tied
 import tensor_parallel as tp
 from shardproof.torch import Case
 
@@ -212,3 +227,49 @@ def llama_sp_step():
 
 def llama_sp_step_norm_grads_unsynced():
     return _llama_sp_step(bugs={"sp_grads_unsynced"})
+
+
+def _mqa_step(bugs=()):
+    def inputs(sizes):
+        shape = (sizes["seq"], sizes["batch"], mqa.HIDDEN)
+        return {"x": torch.randn(*shape), "target": torch.randn(*shape)}
+
+    def implementation():
+        tp.reset_groups()
+        tp.BUGS.clear()
+        tp.BUGS.update(bugs)
+        return SquaredError(mqa.Block(parallel=True))
+
+    axes = {0: "seq", 1: "batch"}
+    return Case(reference=lambda: SquaredError(mqa.Block()), implementation=implementation, inputs=inputs,
+                dynamic={"x": axes, "target": axes}, finalize_grads=mqa.allreduce_replicated_kv_grads)
+
+
+def mqa_tp():
+    return _mqa_step()
+
+
+def mqa_tp_kv_grad_unsynced():
+    return _mqa_step(bugs={"mqa_kv_grad_unsynced"})
+
+
+def _tied_step(bugs=()):
+    def inputs(sizes):
+        return {"input_ids": torch.randint(0, tied.VOCAB, (sizes["seq"], sizes["batch"]))}
+
+    def implementation():
+        tp.reset_groups()
+        tp.BUGS.clear()
+        tp.BUGS.update(bugs)
+        return tied.TiedLm(parallel=True)
+
+    return Case(reference=tied.TiedLm, implementation=implementation, inputs=inputs,
+                dynamic={"input_ids": {0: "seq", 1: "batch"}})
+
+
+def tied_tp():
+    return _tied_step()
+
+
+def tied_tp_head_without_f():
+    return _tied_step(bugs={"tied_head_without_f"})
