@@ -11,10 +11,12 @@
 
 #include "shardproof/ir/Graph.h"
 #include "shardproof/ir/Term.h"
+#include "shardproof/support/Error.h"
 
 #include <llvm/Support/Error.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,14 +65,45 @@ struct OpInputs {
   }
 };
 
+/// What an op's `infer` works out once for its element map (normalised axes,
+/// slice starts): each op family declares its own struct deriving from this.
+struct OpState {
+  using ExprFn = std::function<void(const smt::Expr &)>;
+  virtual ~OpState();
+  /// Every symbolic expression the state holds: a memoised result is reused
+  /// only if none of them reads a class (NodeMemo walks them).
+  virtual void forEachExpr(const ExprFn &fn) const {}
+
+protected:
+  static void each(const std::vector<smt::Expr> &v, const ExprFn &fn) {
+    for (const smt::Expr &e : v)
+      fn(e);
+  }
+};
+
 struct OpResult {
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
   std::vector<Obligation> obligations;
   std::vector<std::optional<IntTensor>> values; // per output, if computable
-  /// Free-form state the element map needs (e.g. normalised axes), computed once.
-  std::vector<int64_t> aux;
-  std::vector<smt::Expr> auxExprs;
+  /// The op's own state for its element map; null if it needs none.
+  std::shared_ptr<const OpState> state;
+
+  /// A fresh state of the op's type, held by this result, to fill in.
+  template <class S> S &makeState() {
+    auto s = std::make_shared<S>();
+    S &ref = *s;
+    state = std::move(s);
+    return ref;
+  }
+  /// The state as the op's type; another type (or none) is an internal error.
+  template <class S> const S &stateAs() const {
+    const auto *s = dynamic_cast<const S *>(state.get());
+    SP_CHECK(s, "op state of an unexpected type");
+    return *s;
+  }
+  /// The state as type S, or null (an op that may have none).
+  template <class S> const S *stateIf() const { return dynamic_cast<const S *>(state.get()); }
 };
 
 /// Reads element `idx` of input `input`, with the caller at binder depth `level`.
@@ -166,6 +199,12 @@ std::optional<IntTensor> remapValues(const IntTensor &v, const std::vector<int64
 OpResult one(Shape s, DType t);
 /// One output, the numpy broadcast of every input's shape, of type `t`.
 llvm::Expected<OpResult> broadcastResult(const OpInputs &in, DType t);
+/// The Reduce* ops' state (ReduceOps.cpp): the sorted reduced axes and
+/// keepdims; foldIntValues reads it too.
+struct ReduceState : OpState {
+  std::vector<int64_t> axes;
+  bool keep = true;
+};
 /// Integer values of output `slot` from the integer values of the inputs, for
 /// the elementwise, selection and layout ops of shape arithmetic (ShapeValues.cpp);
 /// nullopt if the op or its size is out of scope.
