@@ -8,7 +8,9 @@ import sys
 import tempfile
 import unittest
 
+import numpy as np
 import onnx
+from onnx import helper, numpy_helper
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -18,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from shardproof.torch import Case, CaptureError, export, gradients, intercepted  # noqa: E402
-from shardproof.torch.sizes import _fit  # noqa: E402
+from shardproof.torch.sizes import _fit, _rewrite  # noqa: E402
 
 
 class Activations(nn.Module):
@@ -81,6 +83,33 @@ class SizeFit(unittest.TestCase):
 
     def test_no_product_of_sizes_explains_it(self):
         self.assertIsNone(_fit([7, 13, 20], self.points, ["batch", "seq"]))
+
+
+class FilledConstant(unittest.TestCase):
+    """autograd bakes the zeros of a gradient that flows nowhere as a constant
+    tensor shaped by the example sizes: it becomes ConstantOfShape of the
+    shape computed from the inputs, and nothing else does."""
+    points = [{"batch": 4, "seq": 3}, {"batch": 12, "seq": 7}, {"batch": 20, "seq": 11}]
+    axes = {"batch": ("x", 0), "seq": ("x", 1)}
+
+    def rewrite(self, arrays):
+        node = helper.make_node("Constant", [], ["c"], name="/Constant_9",
+                                value=numpy_helper.from_array(arrays[0]))
+        return _rewrite(node, arrays, self.points, ["batch", "seq"], self.axes)
+
+    def test_zeros_shaped_by_the_sizes(self):
+        nodes = self.rewrite([np.zeros((p["seq"], p["batch"], 32), np.float32) for p in self.points])
+        self.assertEqual(nodes[-1].op_type, "ConstantOfShape")
+        self.assertEqual(nodes[-1].output[0], "c")  # consumers keep reading the constant's name
+        self.assertEqual(numpy_helper.to_array(nodes[-1].attribute[0].t).tolist(), [0.0])
+
+    def test_a_tensor_with_different_values_is_not_a_fill(self):
+        arrays = [np.zeros((p["seq"], p["batch"]), np.float32) for p in self.points]
+        arrays[1][0, 0] = 1.0
+        self.assertIsNone(self.rewrite(arrays))
+
+    def test_a_shape_no_product_of_sizes_explains(self):
+        self.assertIsNone(self.rewrite([np.zeros((n, 2), np.float32) for n in (5, 6, 9)]))
 
 
 class Mlp(nn.Module):

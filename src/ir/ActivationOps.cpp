@@ -1,4 +1,5 @@
-// Activation functions, rounding and inference-mode BatchNormalization.
+// Activation functions (PRelu's slope is an input), rounding and
+// inference-mode BatchNormalization.
 //
 // Each activation is written exactly with the term functions we already have
 // (Relu, Exp, Log, Max2/Min2, constants), so the prover reasons about them as
@@ -109,6 +110,32 @@ Term activation(const OpInputs &in, const OpResult &, unsigned, const IndexVec &
   return mkApply(Fn::Log, {mkAdd({mkApply(Fn::Exp, {x}), mkConst(1)})});
 }
 
+// --- PRelu ---------------------------------------------------------------------
+// y = x for x >= 0, slope * x below, with slope broadcast to X unidirectionally
+// (opset >= 7). torch exports nn.PReLU(C) on [N, C, ...] with its weight as
+// [C, 1, ...] (as [C] on [N, C]) and nn.PReLU(1) as [1, ...].
+llvm::Expected<OpResult> inferPRelu(const OpInputs &in) {
+  const Node &n = in.node;
+  if (in.opset < 7)
+    return unsupportedError("node " + describe(n) + ": PRelu before opset 7 (no unidirectional broadcast) is not "
+                                                    "modelled");
+  if (in.shapes.size() != 2 || !in.has(0) || !in.has(1))
+    return userError("node " + describe(n) + ": PRelu takes two inputs (X, slope)");
+  const Shape &x = *in.shapes[0], &slope = *in.shapes[1];
+  OpResult r = one(x, in.dtypes[0]);
+  if (auto e = broadcastsTo(n, "slope", slope, x, r.obligations))
+    return std::move(e);
+  return r;
+}
+
+// LeakyRelu with the slope read per element: relu(x) - slope * relu(-x). At
+// x >= 0 a non-finite slope makes this NaN where ONNX gives x (weights are finite).
+Term prelu(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  Term x = read(0, idx, level);
+  Term slope = read(1, broadcastIndex(*in.shapes[1], idx), level);
+  return mkSub(relu(x), mkMul({slope, relu(mkNeg(x))}));
+}
+
 // Floor, Ceil, Round (half to even), Sign: the named opaque function, folded
 // on numbers.
 Term rounding(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
@@ -189,6 +216,7 @@ std::vector<OpDef> activationOps() {
       opRow("HardSigmoid", C::Compute, inferActivation, activation),
       opRow("HardSwish", C::Compute, inferActivation, activation),
       opRow("Softplus", C::Compute, inferActivation, activation),
+      opRow("PRelu", C::Compute, inferPRelu, prelu),
       opRow("Floor", C::Compute, inferUnary, rounding),
       opRow("Ceil", C::Compute, inferUnary, rounding),
       opRow("Round", C::Compute, inferUnary, rounding),

@@ -105,11 +105,11 @@ llvm::Expected<OpResult> inferGemm(const OpInputs &in) {
     r.obligations.push_back({"inner dims of " + describe(in.node) + " agree", ka == kb});
   Shape out;
   out.dims = {m, n};
-  if (in.has(2)) {
-    auto s = broadcastShapes(in.node, {out, *in.shapes[2]}, r.obligations);
-    if (!s)
-      return s.takeError();
-  }
+  // C is added to [M, N] one way (a C with more dims, or one the output would
+  // have to grow to, is no Gemm ONNX runs).
+  if (in.has(2))
+    if (auto e = broadcastsTo(in.node, "C", *in.shapes[2], out, r.obligations))
+      return std::move(e);
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
   GemmState &st = r.makeState<GemmState>();

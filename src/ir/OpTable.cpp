@@ -153,6 +153,27 @@ llvm::Expected<Shape> broadcastShapes(const Node &n, const std::vector<Shape> &s
   return out;
 }
 
+llvm::Error broadcastsTo(const Node &n, const char *what, const Shape &from, const Shape &to,
+                         std::vector<Obligation> &obl) {
+  if (from.rank() > to.rank())
+    return userError("node " + describe(n) + ": " + what + " " + from.str() + " has more dims than " + to.str());
+  size_t off = to.rank() - from.rank();
+  for (size_t d = 0; d < from.rank(); ++d) {
+    const Dim &s = from.dims[d], &t = to.dims[off + d];
+    auto a = s.asInt(), b = t.asInt();
+    if ((a && *a == 1) || s.same(t))
+      continue;
+    if (a && b) // one way: the target is never expanded to `from`'s shape
+      return userError("node " + describe(n) + ": " + what + " " + from.str() + " does not broadcast to " + to.str());
+    // As for numpy broadcasts, a symbolic dim must equal the target's (one that
+    // is 1 at some size would broadcast instead, and the index map reads idx).
+    obl.push_back({std::string(what) + " of " + describe(n) + " broadcasts to " + to.str() + ": " + s.str() +
+                       " == " + t.str(),
+                   s == t});
+  }
+  return llvm::Error::success();
+}
+
 IndexVec broadcastIndex(const Shape &in, const IndexVec &idx) {
   IndexVec out;
   size_t off = idx.size() - in.rank();

@@ -360,19 +360,47 @@ std::optional<Expr> Prover::nodeDifference(const Term &a, const Term &b, int lev
       if (auto d = firstDifference(a->args[i], b->args[i], level))
         return d;
     return std::nullopt;
-  case TermKind::Sum: {
-    if (a->red != b->red)
-      return diff();
-    if (!equalExpr(a->hi, b->hi))
-      return (pathCond() && a->hi != b->hi).simplify();
-    Expr k = boundVar(a->level);
-    Scope s(*this, Expr::intConst(0) <= k && k < a->hi);
-    return firstDifference(a->args[0], b->args[0], level + 1);
-  }
+  case TermKind::Sum:
+    return a->red != b->red ? diff() : sumDifference(a, b, level);
   case TermKind::Select:
     break;
   }
   return diff();
+}
+
+// Both normalized (lower bounds 0), so only the upper bounds and bodies count.
+std::optional<Expr> Prover::sumDifference(const Term &a, const Term &b, int level) {
+  std::optional<Expr> d;
+  if (!equalExpr(a->hi, b->hi)) {
+    d = (pathCond() && a->hi != b->hi).simplify();
+  } else {
+    Expr k = boundVar(a->level);
+    Scope s(*this, Expr::intConst(0) <= k && k < a->hi);
+    d = firstDifference(a->args[0], b->args[0], level + 1);
+  }
+  if (!d || exchanging_ > 0 || a->args[0]->kind != TermKind::Sum)
+    return d;
+  auto swapped = exchangedReductions(b);
+  if (!swapped || !equalExpr(a->hi, (*swapped)->hi))
+    return d;
+  ++exchanging_;
+  auto e = sumDifference(a, *swapped, level);
+  --exchanging_;
+  return e ? d : std::nullopt;
+}
+
+std::optional<Term> Prover::exchangedReductions(const Term &t) {
+  if (t->kind != TermKind::Sum || t->args[0]->kind != TermKind::Sum)
+    return std::nullopt;
+  const Term &inner = t->args[0];
+  Expr outerK = boundVar(t->level), innerK = boundVar(inner->level);
+  // Same reduction, and the inner range independent of the outer index (a
+  // triangular sum_i sum_{j<i} has no such exchange).
+  if (inner->red != t->red || inner->level != t->level + 1 || !(t->lo.asInt() == 0) ||
+      !(inner->lo.asInt() == 0) || inner->hi.mentions("k!" + std::to_string(t->level)))
+    return std::nullopt;
+  Term body = substitute(inner->args[0], {outerK, innerK}, {innerK, outerK});
+  return mkReduceLike(t, inner->lo, inner->hi, mkReduceLike(inner, t->lo, t->hi, body));
 }
 
 bool Prover::equal(const Term &a, const Term &b, int level) { return !firstDifference(a, b, level); }

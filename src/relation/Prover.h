@@ -101,6 +101,14 @@ private:
   bool equalAsLinear(const Term &a, const Term &b, int level);
   std::vector<Term> mergeAdjacentSums(std::vector<Term> xs, int level);
   unsigned linearDepth_ = 0, linearBudget_ = 0;
+  /// Two nested reductions of one kind with independent ranges, in the other
+  /// order (sum_b sum_s = sum_s sum_b); nullopt when `t` is not such a pair.
+  static std::optional<Term> exchangedReductions(const Term &t);
+  /// Sums compared in the other order: one exchange at a time, so a nest of
+  /// n sums costs n tries, not n! (a batch-first reference against a
+  /// sequence-first shard reduces (b, s) in the opposite order).
+  std::optional<smt::Expr> sumDifference(const Term &a, const Term &b, int level);
+  unsigned exchanging_ = 0;
   smt::Expr simplifyConjuncts(const smt::Expr &c);
   std::optional<smt::Expr> innerSplitPoint(const Term &body, const std::string &k, const smt::Expr &lo, const smt::Expr &hi);
   Term normalizeSum(const Term &t, int level);

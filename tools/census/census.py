@@ -84,6 +84,11 @@ for act in ["relu", "gelu", "silu", "sigmoid", "tanh", "softplus", "elu",
             "relu6", "logsigmoid", "softsign", "tanhshrink"]:
     entry(f"F.{act}", (lambda a: lambda m, x: getattr(F, a)(x))(act))
 entry("F.gelu(tanh)", lambda m, x: F.gelu(x, approximate="tanh"))
+# nn.PReLU's forward is F.prelu(x, weight): one slope ([1, 1] once exported) or
+# one per channel, dim 1 ([C, 1, 1] on [N, C, H, W]; [C] on [tokens, C]).
+entry("F.prelu / nn.PReLU(1)", lambda m, x: F.prelu(x, m.p0), params=(torch.tensor([0.25]),))
+entry("F.prelu / nn.PReLU(C)", lambda m, x: F.prelu(x, m.p0), bchw, params=(torch.tensor([0.25, -0.5, 2.0]),))
+entry("F.prelu / nn.PReLU(C) on [tokens, C]", lambda m, x: F.prelu(x, m.p0), rows, params=(torch.linspace(-1, 1, 8),))
 for op in ["exp", "log1p", "sqrt", "rsqrt", "abs", "neg", "sin", "cos",
            "reciprocal", "square", "erf", "floor", "ceil", "round", "sign"]:
     entry(f"torch.{op}", (lambda o: lambda m, x: getattr(torch, o)(x))(op))

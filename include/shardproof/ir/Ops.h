@@ -175,6 +175,11 @@ llvm::Expected<int64_t> normAxis(const Node &n, int64_t axis, size_t rank);
 /// every pair of symbolic dims that must agree.
 llvm::Expected<Shape> broadcastShapes(const Node &n, const std::vector<Shape> &shapes,
                                       std::vector<Obligation> &obl);
+/// Unidirectional broadcast of `from` to `to` (Gemm's C, PRelu's slope): each
+/// of `from`'s dims, aligned right, is 1 or `to`'s; an input error naming the
+/// node and `what` when it cannot be, an obligation when symbolic dims must agree.
+llvm::Error broadcastsTo(const Node &n, const char *what, const Shape &from, const Shape &to,
+                         std::vector<Obligation> &obl);
 /// Index into an input of shape `in` broadcast to an output index `idx`.
 IndexVec broadcastIndex(const Shape &in, const IndexVec &idx);
 /// Attribute helpers with defaults.

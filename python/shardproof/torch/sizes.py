@@ -100,24 +100,58 @@ def _constant(node):
     return numpy_helper.to_array(node.attribute[0].t)
 
 
+def _vector(b, per_element, dtype, points, names):
+    """Nodes computing a 0-d (one element) or 1-d vector whose element i takes
+    per_element[i] (its value in each export): fixed, or k * a product of
+    sizes. Returns the element outputs' names, or None."""
+    elements = []
+    for values in per_element:
+        if all(v == values[0] for v in values):
+            elements.append(b.const(np.array(values[0], dtype=dtype)))
+            continue
+        fit = _fit(values, points, names)
+        if fit is None or (dtype == np.int64 and fit[0].denominator != 1):
+            return None
+        elements.append(b.monomial(fit[0], fit[1], names, np.dtype(dtype).type))
+    return elements
+
+
+def _filled(node, arrays, points, names, axes):
+    """A constant filled with one value whose shape follows the sizes (autograd's
+    zeros for a gradient that does not flow somewhere): ConstantOfShape of the
+    shape computed from the inputs, or None."""
+    first = arrays[0]
+    if first.ndim == 0 or any(a.ndim != first.ndim or a.dtype != first.dtype or a.size == 0 for a in arrays):
+        return None
+    fill = first.reshape(-1)[0]
+    if any(not (a == fill).all() for a in arrays):
+        return None
+    b = _Builder(f"/shardproof_sizes{node.name or node.output[0]}", axes)
+    dims = _vector(b, [[a.shape[d] for a in arrays] for d in range(first.ndim)], np.int64, points, names)
+    if dims is None:
+        return None
+    zero = b.const(np.array([0], dtype=np.int64))
+    parts = [b.op("Unsqueeze", [e, zero]) for e in dims]
+    shape = b.op("Concat", parts, axis=0) if len(parts) > 1 else parts[0]
+    b.op("ConstantOfShape", [shape], value=numpy_helper.from_array(np.array([fill], dtype=first.dtype)))
+    b.nodes[-1].output[0] = node.output[0]
+    return b.nodes
+
+
 def _rewrite(node, arrays, points, names, axes):
     """Nodes computing `node`'s constant from the input shapes, or None."""
     first = arrays[0]
-    if any(a.shape != first.shape or a.dtype != first.dtype for a in arrays) or first.ndim > 1:
+    if any(a.shape != first.shape for a in arrays):
+        return _filled(node, arrays, points, names, axes)
+    if any(a.dtype != first.dtype for a in arrays) or first.ndim > 1:
         return None
     if first.dtype not in (np.int64, np.float32, np.float64):
         return None
     b = _Builder(f"/shardproof_sizes{node.name or node.output[0]}", axes)
-    elements = []
-    for i in range(first.size):
-        values = [a.reshape(-1)[i].item() for a in arrays]
-        if all(v == values[0] for v in values):
-            elements.append(b.const(np.array(values[0], dtype=first.dtype)))
-            continue
-        fit = _fit(values, points, names)
-        if fit is None or (first.dtype == np.int64 and fit[0].denominator != 1):
-            return None
-        elements.append(b.monomial(fit[0], fit[1], names, first.dtype.type))
+    elements = _vector(b, [[a.reshape(-1)[i].item() for a in arrays] for i in range(first.size)], first.dtype,
+                       points, names)
+    if elements is None:
+        return None
     if first.ndim == 0:
         last = elements[0]
     else:

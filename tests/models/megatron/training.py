@@ -187,3 +187,28 @@ def gpt2_lm_tp_step():
 
 def gpt2_lm_tp_step_ce_grad_unmasked():
     return _lm_step(bugs={"ce_backward_ignores_target_mask"})
+
+
+def allreduce_norm_grads(module):
+    """After backward under sequence parallelism: each rank's RMSNorm weights saw
+    only its sequence shard, so their gradients are partial sums (Megatron-LM
+    #1446, gpt-neox #1257); sum them over the tensor-parallel ranks."""
+    if "sp_grads_unsynced" in tp.BUGS:
+        return
+    for name, p in module.named_parameters():
+        if "layernorm" in name and p.grad is not None:
+            torch.distributed.all_reduce(p.grad, group=tp.get_tensor_model_parallel_group())
+
+
+def _llama_sp_step(bugs=()):
+    case = with_loss(llama._case(sequence_parallel=True, bugs=bugs))
+    case.finalize_grads = allreduce_norm_grads
+    return case
+
+
+def llama_sp_step():
+    return _llama_sp_step()
+
+
+def llama_sp_step_norm_grads_unsynced():
+    return _llama_sp_step(bugs={"sp_grads_unsynced"})

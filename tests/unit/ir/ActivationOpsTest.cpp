@@ -1,7 +1,7 @@
-// Activations, rounding and inference BatchNormalization: each index map is
-// evaluated on numbers and compared with torch (float64) and with the ONNX
-// operator definition, including negatives, 0 and large inputs; attributes we
-// do not model are UNKNOWN, malformed ones input errors.
+// Activations, PRelu, rounding and inference BatchNormalization: each index
+// map is evaluated on numbers and compared with torch (float64) and with the
+// ONNX operator definition, including negatives, 0 and large inputs;
+// attributes we do not model are UNKNOWN, malformed ones input errors.
 #include "shardproof/ir/OpaqueFns.h"
 #include "OpTestUtil.h"
 #include "shardproof/ir/Ops.h"
@@ -278,6 +278,89 @@ TEST(Activation, AnInfiniteAttributeIsUnknown) {
 TEST(Activation, TwoInputsAreAnInputError) {
   Op op("Softplus", {shape({num(4)}), shape({num(4)})});
   EXPECT_EQ(op.errorKind, ErrorKind::User) << op.error;
+}
+
+// --- PRelu: the slope is an input, broadcast to X one way ----------------------
+
+namespace {
+// x[2, 3, 2] at torch's points, and F.prelu(x, w) in float64 for a weight as
+// nn.PReLU(3) exports it ([3, 1]: one slope per channel, dim 1) and as
+// nn.PReLU(1) exports it ([1, 1]).
+const std::vector<double> kPReluX = {-20.0, -2.5, -1.0, -0.25, 0.0, 0.25, 1.0, 2.5, 4.0, 20.0, -3.0, 0.5};
+
+void expectPReluMatches(const Op &op, const Shape &slopeShape, std::vector<double> slope,
+                        const std::vector<double> &torch) {
+  Data d{{shape({num(2), num(3), num(2)}), slopeShape}, {kPReluX, std::move(slope)}};
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t w = 0; w < 2; ++w) {
+        size_t k = (n * 3 + c) * 2 + w;
+        expectNear(evalTerm(op.element({n, c, w}), d), torch[k], kPReluX[k], "PRelu");
+      }
+}
+} // namespace
+
+TEST(Activation, PReluPerChannelSlopeAsNnPReluExportsItMatchesTorch) {
+  Shape slope = shape({num(3), num(1)});
+  Op op("PRelu", {shape({num(2), num(3), num(2)}), slope});
+  ASSERT_TRUE(op.result) << op.error;
+  EXPECT_EQ(op.result->shapes[0].str(), "[2, 3, 2]");
+  EXPECT_TRUE(op.result->obligations.empty());
+  // A negative slope flips the sign, a slope of 2 doubles: channel c reads slope[c].
+  expectPReluMatches(op, slope, {0.25, -0.5, 2.0},
+                     {-5.0, -0.625, 0.5, 0.125, 0.0, 0.25, 1.0, 2.5, 4.0, 20.0, -6.0, 0.5});
+}
+
+TEST(Activation, PReluOneSharedSlopeMatchesTorch) {
+  Shape slope = shape({num(1), num(1)});
+  Op op("PRelu", {shape({num(2), num(3), num(2)}), slope});
+  ASSERT_TRUE(op.result) << op.error;
+  expectPReluMatches(op, slope, {0.3},
+                     {-6.0, -0.75, -0.3, -0.075, 0.0, 0.25, 1.0, 2.5, 4.0, 20.0, -0.8999999999999999, 0.5});
+}
+
+TEST(Activation, PReluIsTheOnnxDefinitionAtManyPointsAndSlopes) {
+  Op op("PRelu", {shape({num(1)}), shape({})});
+  ASSERT_TRUE(op.result) << op.error;
+  for (double slope : {0.0, 0.25, -0.3, 1.0, 7.5})
+    for (double x : kPoints) {
+      Data d{{shape({num(1)}), shape({})}, {{x}, {slope}}};
+      double want = x >= 0 ? x : slope * x;
+      expectNear(evalTerm(op.element({0}), d), want, x, "PRelu");
+    }
+}
+
+TEST(Activation, PReluASymbolicChannelCountObligesTheSlopeToMatchIt) {
+  Expr b = Expr::intVar("b"), c = Expr::intVar("c"), k = Expr::intVar("k");
+  Op op("PRelu", {shape({b, c, num(4)}), shape({k, num(1)})});
+  ASSERT_TRUE(op.result) << op.error;
+  EXPECT_EQ(op.result->shapes[0].str(), "[b, c, 4]");
+  ASSERT_EQ(op.result->obligations.size(), 1u);
+  EXPECT_NE(op.result->obligations[0].what.find("slope"), std::string::npos);
+  EXPECT_EQ(op.result->obligations[0].cond.simplify().str(), (k == c).simplify().str());
+  // The same symbol on both sides needs nothing.
+  Op same("PRelu", {shape({b, c, num(4)}), shape({c, num(1)})});
+  ASSERT_TRUE(same.result) << same.error;
+  EXPECT_TRUE(same.result->obligations.empty());
+}
+
+TEST(Activation, PReluASlopeThatDoesNotBroadcastToXIsAnInputError) {
+  // Four slopes for three channels; a slope wider than X's unit dim (ONNX's
+  // broadcast here is one way: X is never expanded); more dims than X.
+  Op wrong("PRelu", {shape({num(2), num(3), num(2)}), shape({num(4), num(1)})});
+  EXPECT_EQ(wrong.errorKind, ErrorKind::User) << wrong.error;
+  EXPECT_NE(wrong.error.find("/m/PRelu"), std::string::npos) << wrong.error;
+  Op wider("PRelu", {shape({num(2), num(1)}), shape({num(3)})});
+  EXPECT_EQ(wider.errorKind, ErrorKind::User) << wider.error;
+  Op deeper("PRelu", {shape({num(3)}), shape({num(1), num(3)})});
+  EXPECT_EQ(deeper.errorKind, ErrorKind::User) << deeper.error;
+  Op oneInput("PRelu", {shape({num(3)})});
+  EXPECT_EQ(oneInput.errorKind, ErrorKind::User) << oneInput.error;
+}
+
+TEST(Activation, PReluBeforeOpset7IsUnknown) {
+  Op op("PRelu", {shape({num(2), num(3)}), shape({num(3)})}, {}, 1, 6);
+  EXPECT_EQ(op.errorKind, ErrorKind::Unsupported) << op.error;
 }
 
 // --- rounding -----------------------------------------------------------------

@@ -91,6 +91,20 @@ TEST(IndexMap, GemmWithTransposedBReadsBColumnMajor) {
   EXPECT_EQ(a.element(), "sum(k!0 in [0, 8): (in0[i!0, k!0] * in1[i!1, k!0]))");
 }
 
+TEST(IndexMap, GemmRejectsACThatDoesNotBroadcastOneWayToTheOutput) {
+  // C [2, 4, 5] against a [4, 5] output read past the index it was given (a
+  // crash); C [3, 5] with M = 1 would grow the output, which ONNX rejects.
+  Apply deeper("Gemm", {shape({num(4), num(3)}), shape({num(3), num(5)}), shape({num(2), num(4), num(5)})});
+  EXPECT_FALSE(deeper.result);
+  EXPECT_NE(deeper.error.find("more dims"), std::string::npos) << deeper.error;
+  Apply wider("Gemm", {shape({num(1), num(3)}), shape({num(3), num(5)}), shape({num(3), num(5)})});
+  EXPECT_FALSE(wider.result);
+  EXPECT_NE(wider.error.find("does not broadcast"), std::string::npos) << wider.error;
+  Apply bias("Gemm", {shape({sym("m"), num(3)}), shape({num(3), num(5)}), shape({num(5)})});
+  EXPECT_EQ(bias.outShape(), "[m, 5]");
+  EXPECT_EQ(bias.element(), "(in2[i!1] + sum(k!0 in [0, 3): (in0[i!0, k!0] * in1[k!0, i!1])))");
+}
+
 TEST(IndexMap, BroadcastAddReadsTheBiasAtTheLastIndexOnly) {
   Apply a("Add", {shape({sym("b"), sym("s"), num(8)}), shape({num(8)})});
   EXPECT_EQ(a.outShape(), "[b, s, 8]");
