@@ -20,6 +20,15 @@ Term mapLeaves(const Term &t, const std::function<Term(const Term &)> &f) {
 }
 
 // --- Gather ------------------------------------------------------------------
+// Gather and GatherElements: the gathered axis and, for Gather, either indices
+// read from data or the normalised constant indices.
+struct GatherState : OpState {
+  int64_t axis = 0;
+  bool dataIndices = false;
+  std::vector<Expr> indices;
+  void forEachExpr(const ExprFn &fn) const override { each(indices, fn); }
+};
+
 // The integer value of index tensor `ind` (input 1) at fresh positions g!0..,
 // with the bound "g is a position of ind": what a data-dependent Gather or
 // GatherElements reads at. Values the spec does not bound are unsupported.
@@ -73,9 +82,13 @@ llvm::Expected<OpResult> inferGather(const OpInputs &in) {
     if (!di)
       return di.takeError();
     requireIndicesInRange(r, in, *di, n);
-    r.aux = {*axis, 1};
+    GatherState &st = r.makeState<GatherState>();
+    st.axis = *axis;
+    st.dataIndices = true;
     return r;
   }
+  GatherState &st = r.makeState<GatherState>();
+  st.axis = *axis;
   // Normalized index values; negative ones count from the end.
   for (auto &v : in.values[1]->vals) {
     Expr idx = v.asInt() && *v.asInt() < 0 ? (n + v).simplify() : v;
@@ -84,26 +97,26 @@ llvm::Expected<OpResult> inferGather(const OpInputs &in) {
     if (!idx.asInt() || !n.asInt())
       r.obligations.push_back({"Gather index of " + describe(in.node) + " is in range",
                                inRange(idx, Expr::intConst(0), n)});
-    r.auxExprs.push_back(idx);
+    st.indices.push_back(idx);
   }
-  r.aux = {*axis};
   // Picking from a shape vector: keep the symbolic values.
   if (in.values[0] && data.rank() == 1) {
     IntTensor v;
     v.dims = in.values[1]->dims;
-    for (auto &i : r.auxExprs)
+    for (auto &i : st.indices)
       if (auto c = i.asInt(); c && *c < static_cast<int64_t>(in.values[0]->size()))
         v.vals.push_back(in.values[0]->vals[*c]);
-    if (v.vals.size() == r.auxExprs.size())
+    if (v.vals.size() == st.indices.size())
       r.values = {v};
   }
   return r;
 }
 
 Term gather(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  int64_t axis = r.aux[0];
+  const GatherState &st = r.stateAs<GatherState>();
+  int64_t axis = st.axis;
   size_t indRank = in.shapes[1]->rank();
-  bool dataIndices = r.aux.size() > 1 && r.aux[1];
+  bool dataIndices = st.dataIndices;
   // Output index = [pre..., positions in indices..., post...].
   auto source = [&](const Expr &picked) {
     IndexVec src;
@@ -126,12 +139,12 @@ Term gather(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx
     return mkSelect(*v < Expr::intConst(0), read(0, source(*v + n), level), read(0, source(*v), level));
   }
   if (indRank == 0)
-    return read(0, source(r.auxExprs[0]), level);
+    return read(0, source(st.indices[0]), level);
   if (indRank != 1)
     return nullptr; // multi-dimensional constant indices: not yet
-  Term t = read(0, source(r.auxExprs.back()), level);
-  for (size_t p = r.auxExprs.size() - 1; p-- > 0;)
-    t = mkSelect(idx[axis] == Expr::intConst(static_cast<int64_t>(p)), read(0, source(r.auxExprs[p]), level), t);
+  Term t = read(0, source(st.indices.back()), level);
+  for (size_t p = st.indices.size() - 1; p-- > 0;)
+    t = mkSelect(idx[axis] == Expr::intConst(static_cast<int64_t>(p)), read(0, source(st.indices[p]), level), t);
   return t;
 }
 
@@ -160,7 +173,7 @@ llvm::Expected<OpResult> inferGatherElements(const OpInputs &in) {
       r.obligations.push_back({"indices of " + describe(in.node) + " fit inside data in dim " + std::to_string(d),
                                ind.dims[d] <= data.dims[d]});
   requireIndicesInRange(r, in, *di, data.dims[*axis]);
-  r.aux = {*axis};
+  r.makeState<GatherState>().axis = *axis;
   return r;
 }
 
@@ -170,7 +183,7 @@ Term gatherElements(const OpInputs &in, const OpResult &r, unsigned, const Index
   auto v = t && in.indexValue ? in.indexValue(t) : std::nullopt;
   if (!v)
     return nullptr;
-  int64_t axis = r.aux[0];
+  int64_t axis = r.stateAs<GatherState>().axis;
   const Expr &n = in.shapes[0]->dims[axis];
   IndexVec neg = idx, pos = idx;
   neg[axis] = *v + n;
@@ -240,6 +253,10 @@ Term expand(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx,
 
 // --- Tile (x.repeat) -----------------------------------------------------------
 // y[i] = x[i mod n] on every axis; output dim n * repeats.
+struct TileState : OpState {
+  std::vector<bool> unrepeated; // the axis's index passes through unchanged
+};
+
 llvm::Expected<OpResult> inferTile(const OpInputs &in) {
   if (!in.has(0) || !in.has(1))
     return userError("node " + describe(in.node) + " needs input and repeats");
@@ -251,6 +268,7 @@ llvm::Expected<OpResult> inferTile(const OpInputs &in) {
     return userError("node " + describe(in.node) + ": repeats has " + std::to_string(reps->size()) +
                      " values for rank " + std::to_string(s.rank()));
   OpResult r;
+  TileState &st = r.makeState<TileState>();
   Shape out;
   for (size_t d = 0; d < s.rank(); ++d) {
     const Expr &k = (*reps)[d];
@@ -260,23 +278,28 @@ llvm::Expected<OpResult> inferTile(const OpInputs &in) {
     if (!k.asInt())
       r.obligations.push_back({"repeats of " + describe(in.node) + " are not negative", k >= Expr::intConst(0)});
     out.dims.push_back((s.dims[d] * k).simplify());
-    // 1 marks an axis that is not repeated: its index passes through unchanged.
-    r.aux.push_back(k.asInt() == 1 ? 1 : 0);
+    st.unrepeated.push_back(k.asInt() == 1);
   }
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
   return r;
 }
 Term tile(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  const std::vector<bool> &unrepeated = r.stateAs<TileState>().unrepeated;
   IndexVec src;
   for (size_t d = 0; d < idx.size(); ++d)
-    src.push_back(r.aux[d] ? idx[d] : mod(idx[d], in.shapes[0]->dims[d]));
+    src.push_back(unrepeated[d] ? idx[d] : mod(idx[d], in.shapes[0]->dims[d]));
   return read(0, src, level);
 }
 
 // --- DepthToSpace (F.pixel_shuffle) -------------------------------------------------
 // [N, C, H, W] -> [N, C/(r*r), H*r, W*r]; y[n, c, h*r+i, w*r+j] reads channel
 // c*r*r + i*r + j (CRD, torch's pixel_shuffle) or (i*r + j)*C/(r*r) + c (DCR, the default).
+struct DepthToSpaceState : OpState {
+  int64_t block = 1;
+  bool crd = false;
+};
+
 llvm::Expected<OpResult> inferDepthToSpace(const OpInputs &in) {
   const Shape &s = *in.shapes[0];
   if (s.rank() != 4)
@@ -302,21 +325,30 @@ llvm::Expected<OpResult> inferDepthToSpace(const OpInputs &in) {
   out.dims = {s.dims[0], floorDiv(c, rr).simplify(), (s.dims[2] * r).simplify(), (s.dims[3] * r).simplify()};
   res.shapes = {out};
   res.dtypes = {in.dtypes[0]};
-  res.aux = {r, mode == "CRD"};
+  DepthToSpaceState &st = res.makeState<DepthToSpaceState>();
+  st.block = r;
+  st.crd = mode == "CRD";
   return res;
 }
 Term depthToSpace(const OpInputs &, const OpResult &res, unsigned, const IndexVec &idx, const ReadFn &read,
                   int level) {
-  Expr r = Expr::intConst(res.aux[0]);
+  const DepthToSpaceState &st = res.stateAs<DepthToSpaceState>();
+  Expr r = Expr::intConst(st.block);
   Expr i = mod(idx[2], r), j = mod(idx[3], r);
-  Expr ch = res.aux[1] ? idx[1] * (res.aux[0] * res.aux[0]) + i * r + j : (i * r + j) * res.shapes[0].dims[1] + idx[1];
+  Expr ch = st.crd ? idx[1] * (st.block * st.block) + i * r + j : (i * r + j) * res.shapes[0].dims[1] + idx[1];
   return read(0, {idx[0], ch, floorDiv(idx[2], r), floorDiv(idx[3], r)}, level);
 }
 
 // --- OneHot (F.one_hot) ----------------------------------------------------------
 // y[..., j, ...] = on if v == j (v = index + depth when negative) else off, the
 // new axis j in [0, depth) at `axis`. An index outside [-depth, depth) matches no j:
-// a row of `off` (ONNX), so it needs no obligation. aux = {axis}; auxExprs = {depth}.
+// a row of `off` (ONNX), so it needs no obligation.
+struct OneHotState : OpState {
+  size_t axis = 0;
+  Expr depth;
+  void forEachExpr(const ExprFn &fn) const override { fn(depth); }
+};
+
 llvm::Expected<OpResult> inferOneHot(const OpInputs &in) {
   if (in.shapes.size() != 3 || !in.has(0) || !in.has(1) || !in.has(2))
     return userError("node " + describe(in.node) + " needs indices, depth and values");
@@ -350,12 +382,14 @@ llvm::Expected<OpResult> inferOneHot(const OpInputs &in) {
   out.dims.insert(out.dims.begin() + *axis, n);
   r.shapes = {out};
   r.dtypes = {in.dtypes[2]};
-  r.aux = {*axis};
-  r.auxExprs = {n};
+  OneHotState &st = r.makeState<OneHotState>();
+  st.axis = static_cast<size_t>(*axis);
+  st.depth = n;
   return r;
 }
 Term oneHot(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  size_t axis = static_cast<size_t>(r.aux[0]);
+  const OneHotState &st = r.stateAs<OneHotState>();
+  size_t axis = st.axis;
   IndexVec pos;
   for (size_t d = 0; d < idx.size(); ++d)
     if (d != axis)
@@ -364,13 +398,19 @@ Term oneHot(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx
   auto v = t && in.indexValue ? in.indexValue(t) : std::nullopt;
   if (!v)
     return nullptr;
-  const Expr &j = idx[axis], &n = r.auxExprs[0];
+  const Expr &j = idx[axis], &n = st.depth;
   Expr zero = Expr::intConst(0);
   Expr hit = (*v >= zero && *v == j) || (*v < zero && *v + n == j);
   return mkMaskSelect(hit, mkConst(in.data[2]->at(1)), mkConst(in.data[2]->at(0)));
 }
 
 // --- Trilu ---------------------------------------------------------------------
+struct TriluState : OpState {
+  Expr k; // the diagonal offset
+  bool upper = true;
+  void forEachExpr(const ExprFn &fn) const override { fn(k); }
+};
+
 llvm::Expected<OpResult> inferTrilu(const OpInputs &in) {
   const Shape &s = *in.shapes[0];
   if (s.rank() < 2)
@@ -385,13 +425,15 @@ llvm::Expected<OpResult> inferTrilu(const OpInputs &in) {
       return userError("node " + describe(in.node) + ": k must be a scalar");
     k = (*v)[0];
   }
-  r.auxExprs = {k};
-  r.aux = {attrInt(in.node, "upper", 1)};
+  TriluState &st = r.makeState<TriluState>();
+  st.k = k;
+  st.upper = attrInt(in.node, "upper", 1);
   return r;
 }
 Term trilu(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  const Expr &i = idx[idx.size() - 2], &j = idx[idx.size() - 1], &k = r.auxExprs[0];
-  Expr keep = r.aux[0] ? j - i >= k : j - i <= k;
+  const TriluState &st = r.stateAs<TriluState>();
+  const Expr &i = idx[idx.size() - 2], &j = idx[idx.size() - 1], &k = st.k;
+  Expr keep = st.upper ? j - i >= k : j - i <= k;
   return mkSelect(keep, read(0, idx, level), mkConst(0));
 }
 
@@ -402,6 +444,12 @@ Term trilu(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, c
 // constant. The element is index-valued: i is written as sum(k in [0, i): 1),
 // which the integer reasoning reads back as i, so Less(Range, seq_len) builds
 // a mask over index ranges.
+struct RangeState : OpState {
+  Expr start;
+  int64_t delta = 1;
+  void forEachExpr(const ExprFn &fn) const override { fn(start); }
+};
+
 llvm::Expected<OpResult> inferRange(const OpInputs &in) {
   if (!in.has(0) || !in.has(1) || !in.has(2))
     return userError("node " + describe(in.node) + " needs start, limit and delta");
@@ -441,13 +489,14 @@ llvm::Expected<OpResult> inferRange(const OpInputs &in) {
   if (!in.nonNegative || !in.nonNegative(len))
     len = max(len, Expr::intConst(0)).simplify();
   OpResult r = one(Shape{{len}}, in.dtypes[0]);
-  r.auxExprs = {start->simplify()};
-  r.aux = {*d};
+  RangeState &st = r.makeState<RangeState>();
+  st.start = start->simplify();
+  st.delta = *d;
   if (auto n = len.asInt(); n && *n <= 64) {
     IntTensor t;
     t.dims = {*n};
     for (int64_t i = 0; i < *n; ++i)
-      t.vals.push_back((r.auxExprs[0] + Expr::intConst(i * *d)).simplify());
+      t.vals.push_back((st.start + Expr::intConst(i * *d)).simplify());
     r.values = {t};
   }
   return r;
@@ -466,17 +515,18 @@ static std::optional<Expr> countOf(const Term &t) {
 }
 
 Term range(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  Term start = r.auxExprs[0].asInt() ? mkConst(static_cast<double>(*r.auxExprs[0].asInt())) : read(0, {}, level);
+  const RangeState &st = r.stateAs<RangeState>();
+  Term start = st.start.asInt() ? mkConst(static_cast<double>(*st.start.asInt())) : read(0, {}, level);
   // Positions from an offset (arange(start, start + seq), a sequence shard's
   // or a KV cache's positions): with start a count E and delta > 0, element i
   // is the count of [0, E + delta * i), so two ranges with the same positions
   // are the same term whatever their starts (rank r's i is the reference's
   // i + E) and unify index by index.
-  if (auto e = countOf(start); e && r.aux[0] > 0 && !(e->asInt() == 0) &&
+  if (auto e = countOf(start); e && st.delta > 0 && !(e->asInt() == 0) &&
                                 (e->asInt() || (in.nonNegative && in.nonNegative(*e))))
-    return mkSum(level, Expr::intConst(0), (*e + Expr::intConst(r.aux[0]) * idx[0]).simplify(), mkConst(1));
+    return mkSum(level, Expr::intConst(0), (*e + Expr::intConst(st.delta) * idx[0]).simplify(), mkConst(1));
   Term i = mkSum(level, Expr::intConst(0), idx[0], mkConst(1));
-  return mkAdd({start, mkMul({mkConst(static_cast<double>(r.aux[0])), i})});
+  return mkAdd({start, mkMul({mkConst(static_cast<double>(st.delta)), i})});
 }
 
 // --- Comparisons, logic and Where ------------------------------------------------

@@ -41,6 +41,19 @@ namespace {
 
 using smt::Expr;
 
+// The axes a view moves: Transpose's permutation, Unsqueeze's inserted and
+// Squeeze's removed axes (sorted).
+struct AxesState : OpState {
+  std::vector<int64_t> axes;
+};
+
+// Concat's inputs and Split's outputs along `axis`: where each piece starts.
+struct PiecesState : OpState {
+  int64_t axis = 0;
+  std::vector<Expr> offsets;
+  void forEachExpr(const ExprFn &fn) const override { each(offsets, fn); }
+};
+
 // --- Transpose ---------------------------------------------------------------
 llvm::Expected<OpResult> inferTranspose(const OpInputs &in) {
   const Shape &s = *in.shapes[0];
@@ -60,7 +73,7 @@ llvm::Expected<OpResult> inferTranspose(const OpInputs &in) {
     out.dims.push_back(s.dims[p]);
   }
   OpResult r = one(out, in.dtypes[0]);
-  r.aux = perm;
+  r.makeState<AxesState>().axes = perm;
   // Small integer tensors keep their values: torch's F.pad builds its pads with a Transpose.
   if (in.values.size() && in.values[0]) {
     std::vector<int64_t> outDims;
@@ -78,9 +91,10 @@ llvm::Expected<OpResult> inferTranspose(const OpInputs &in) {
   return r;
 }
 Term transpose(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  const std::vector<int64_t> &perm = r.stateAs<AxesState>().axes;
   IndexVec src(idx.size());
   for (size_t d = 0; d < idx.size(); ++d)
-    src[r.aux[d]] = idx[d];
+    src[perm[d]] = idx[d];
   return read(0, src, level);
 }
 
@@ -181,6 +195,8 @@ llvm::Expected<OpResult> inferConcat(const OpInputs &in) {
   if (!axis)
     return axis.takeError();
   OpResult r;
+  PiecesState &st = r.makeState<PiecesState>();
+  st.axis = *axis;
   Shape out = s0;
   Expr off = Expr::intConst(0);
   bool allValues = true;
@@ -192,7 +208,7 @@ llvm::Expected<OpResult> inferConcat(const OpInputs &in) {
     for (size_t d = 0; d < s.rank(); ++d)
       if (d != static_cast<size_t>(*axis) && !s.dims[d].same(s0.dims[d]))
         r.obligations.push_back({"non-concat dims of " + describe(in.node) + " agree", s.dims[d] == s0.dims[d]});
-    r.auxExprs.push_back(off);
+    st.offsets.push_back(off);
     off = (off + s.dims[*axis]).simplify();
     if (in.values.size() > i && in.values[i])
       vals.vals.insert(vals.vals.end(), in.values[i]->vals.begin(), in.values[i]->vals.end());
@@ -202,7 +218,6 @@ llvm::Expected<OpResult> inferConcat(const OpInputs &in) {
   out.dims[*axis] = off;
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
-  r.aux = {*axis};
   if (allValues && s0.rank() == 1) {
     vals.dims = {static_cast<int64_t>(vals.vals.size())};
     r.values = {vals};
@@ -210,7 +225,7 @@ llvm::Expected<OpResult> inferConcat(const OpInputs &in) {
   return r;
 }
 Term concat(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  auto axis = static_cast<size_t>(r.aux[0]);
+  auto axis = static_cast<size_t>(r.stateAs<PiecesState>().axis);
   return concatAlong(
              in.shapes.size(), axis, idx, [&](size_t i) { return in.shapes[i]->dims[axis]; },
              [&](size_t i, const IndexVec &src) { return read(static_cast<unsigned>(i), src, level); })
@@ -232,6 +247,8 @@ llvm::Expected<OpResult> inferSplit(const OpInputs &in) {
     sizes = *sp;
   }
   OpResult r;
+  PiecesState &st = r.makeState<PiecesState>();
+  st.axis = *axis;
   if (sizes.empty()) {
     // Equal parts (opset 18 num_outputs rounds up: ceil(dim / n) with a short last part).
     Expr part = ceilDiv(s.dims[*axis], Expr::intConst(static_cast<int64_t>(n)));
@@ -247,11 +264,10 @@ llvm::Expected<OpResult> inferSplit(const OpInputs &in) {
     o.dims[*axis] = sizes[i].simplify();
     r.shapes.push_back(o);
     r.dtypes.push_back(in.dtypes[0]);
-    r.auxExprs.push_back(off);
+    st.offsets.push_back(off);
     off = (off + sizes[i]).simplify();
   }
   r.obligations.push_back({"split sizes of " + describe(in.node) + " add up to the axis", off == s.dims[*axis]});
-  r.aux = {*axis};
   // Splitting a small integer vector (torch's repeat_interleave splits its repeats): keep the values.
   if (s.rank() == 1 && in.values.size() && in.values[0]) {
     int64_t at = 0;
@@ -270,8 +286,9 @@ llvm::Expected<OpResult> inferSplit(const OpInputs &in) {
   return r;
 }
 Term split(const OpInputs &, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read, int level) {
+  const PiecesState &st = r.stateAs<PiecesState>();
   IndexVec src = idx;
-  src[r.aux[0]] = idx[r.aux[0]] + r.auxExprs[slot];
+  src[st.axis] = idx[st.axis] + st.offsets[slot];
   return read(0, src, level);
 }
 
@@ -311,7 +328,7 @@ llvm::Expected<OpResult> inferUnsqueeze(const OpInputs &in) {
       out.dims.push_back(s.dims[k++]);
   }
   OpResult r = one(out, in.dtypes[0]);
-  r.aux = *axes;
+  r.makeState<AxesState>().axes = *axes;
   if (in.values.size() && in.values[0]) {
     IntTensor v = *in.values[0];
     v.dims.clear();
@@ -322,9 +339,10 @@ llvm::Expected<OpResult> inferUnsqueeze(const OpInputs &in) {
   return r;
 }
 Term unsqueeze(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  const std::vector<int64_t> &axes = r.stateAs<AxesState>().axes;
   IndexVec src;
   for (size_t d = 0; d < idx.size(); ++d)
-    if (std::find(r.aux.begin(), r.aux.end(), static_cast<int64_t>(d)) == r.aux.end())
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) == axes.end())
       src.push_back(idx[d]);
   return read(0, src, level);
 }
@@ -354,7 +372,7 @@ llvm::Expected<OpResult> inferSqueeze(const OpInputs &in) {
   }
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
-  r.aux = axes;
+  r.makeState<AxesState>().axes = axes;
   if (in.values.size() && in.values[0]) {
     IntTensor v = *in.values[0];
     v.dims.clear();
@@ -365,10 +383,11 @@ llvm::Expected<OpResult> inferSqueeze(const OpInputs &in) {
   return r;
 }
 Term squeeze(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  const std::vector<int64_t> &axes = r.stateAs<AxesState>().axes;
   IndexVec src;
   size_t k = 0;
   for (size_t d = 0; d < in.shapes[0]->rank(); ++d) {
-    if (std::find(r.aux.begin(), r.aux.end(), static_cast<int64_t>(d)) != r.aux.end())
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end())
       src.push_back(Expr::intConst(0));
     else
       src.push_back(idx[k++]);

@@ -9,6 +9,20 @@ namespace {
 
 // MatMul follows numpy: 1-D operands are promoted ([K] -> [1, K] / [K, 1]) and
 // the promoted dim is dropped from the result; leading dims broadcast.
+// MatMul: whether each operand is a vector (rank 1), and the contracted length.
+struct MatMulState : OpState {
+  bool aVec = false, bVec = false;
+  smt::Expr inner;
+  void forEachExpr(const ExprFn &fn) const override { fn(inner); }
+};
+
+// Gemm: whether each operand is transposed, and the contracted length.
+struct GemmState : OpState {
+  bool ta = false, tb = false;
+  smt::Expr inner;
+  void forEachExpr(const ExprFn &fn) const override { fn(inner); }
+};
+
 llvm::Expected<OpResult> inferMatMul(const OpInputs &in) {
   if (!in.has(0) || !in.has(1))
     return userError("node " + describe(in.node) + " needs two inputs");
@@ -41,13 +55,16 @@ llvm::Expected<OpResult> inferMatMul(const OpInputs &in) {
     out.dims.push_back(b.dims[b.rank() - 1]);
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
-  r.aux = {aVec, bVec};
-  r.auxExprs = {ka};
+  MatMulState &st = r.makeState<MatMulState>();
+  st.aVec = aVec;
+  st.bVec = bVec;
+  st.inner = ka;
   return r;
 }
 
 Term matmul(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  bool aVec = r.aux[0], bVec = r.aux[1];
+  const MatMulState &st = r.stateAs<MatMulState>();
+  bool aVec = st.aVec, bVec = st.bVec;
   const Shape &a = *in.shapes[0], &b = *in.shapes[1];
   size_t batchRank = idx.size() - (aVec ? 0 : 1) - (bVec ? 0 : 1);
   IndexVec batch(idx.begin(), idx.begin() + batchRank);
@@ -71,7 +88,7 @@ Term matmul(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx
   if (!bVec)
     bi.push_back(n);
   Term body = mkMul({read(0, ai, level + 1), read(1, bi, level + 1)});
-  return mkSum(level, smt::Expr::intConst(0), r.auxExprs[0], body);
+  return mkSum(level, smt::Expr::intConst(0), st.inner, body);
 }
 
 llvm::Expected<OpResult> inferGemm(const OpInputs &in) {
@@ -95,8 +112,10 @@ llvm::Expected<OpResult> inferGemm(const OpInputs &in) {
       return std::move(e);
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
-  r.aux = {ta, tb};
-  r.auxExprs = {ka};
+  GemmState &st = r.makeState<GemmState>();
+  st.ta = ta;
+  st.tb = tb;
+  st.inner = ka;
   return r;
 }
 
@@ -106,11 +125,12 @@ static double attrFloat(const Node &n, const char *name, double d) {
 }
 
 Term gemm(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  bool ta = r.aux[0], tb = r.aux[1];
+  const GemmState &st = r.stateAs<GemmState>();
+  bool ta = st.ta, tb = st.tb;
   smt::Expr k = boundVar(level);
   IndexVec ai = ta ? IndexVec{k, idx[0]} : IndexVec{idx[0], k};
   IndexVec bi = tb ? IndexVec{idx[1], k} : IndexVec{k, idx[1]};
-  Term prod = mkSum(level, smt::Expr::intConst(0), r.auxExprs[0],
+  Term prod = mkSum(level, smt::Expr::intConst(0), st.inner,
                     mkMul({read(0, ai, level + 1), read(1, bi, level + 1)}));
   double alpha = attrFloat(in.node, "alpha", 1.0), beta = attrFloat(in.node, "beta", 1.0);
   Term y = mkMul({mkConst(alpha), prod});
@@ -124,9 +144,14 @@ Term gemm(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, 
 // right-aligned across operands; a dim of 1 broadcasts against its label's size. The output's
 // letters (explicit after `->`, else `...` then the letters used once, sorted)
 // index it; every other letter is summed over: y[out] = sum over contracted
-// letters of the product of the operands' reads. aux = per operand, its labels'
-// ids (in order; -1: a broadcast dim of size 1, read at 0), then the output's;
-// auxExprs = the dim of each label id.
+// letters of the product of the operands' reads.
+struct EinsumState : OpState {
+  std::vector<int64_t> operandIds; // every operand's dims' label ids in order; -1: a broadcast 1, read at 0
+  std::vector<int64_t> outputIds;  // the output dims' label ids
+  std::vector<smt::Expr> sizes;    // the dim of each label id
+  void forEachExpr(const ExprFn &fn) const override { each(sizes, fn); }
+};
+
 struct EinsumSpec {
   std::vector<std::string> operands; // letters, '.' for an ellipsis
   std::string output;
@@ -248,6 +273,7 @@ llvm::Expected<OpResult> inferEinsum(const OpInputs &in) {
     return out;
   };
   OpResult r;
+  EinsumState &st = r.makeState<EinsumState>();
   std::map<int, int64_t> id;
   std::vector<std::vector<int>> opLabels;
   for (size_t i = 0; i < spec->operands.size(); ++i)
@@ -261,21 +287,21 @@ llvm::Expected<OpResult> inferEinsum(const OpInputs &in) {
     for (size_t d = 0; d < opLabels[i].size(); ++d) {
       int l = opLabels[i][d];
       const Dim &now = in.shapes[i]->dims[d];
-      auto [it, fresh] = id.emplace(l, static_cast<int64_t>(r.auxExprs.size()));
+      auto [it, fresh] = id.emplace(l, static_cast<int64_t>(st.sizes.size()));
       if (fresh)
-        r.auxExprs.push_back(now);
-      else if (isOne(r.auxExprs[it->second]))
-        r.auxExprs[it->second] = now;
+        st.sizes.push_back(now);
+      else if (isOne(st.sizes[it->second]))
+        st.sizes[it->second] = now;
     }
   for (size_t i = 0; i < opLabels.size(); ++i)
     for (size_t d = 0; d < opLabels[i].size(); ++d) {
       int l = opLabels[i][d];
-      const Dim &size = r.auxExprs[id.at(l)], &now = in.shapes[i]->dims[d];
+      const Dim &size = st.sizes[id.at(l)], &now = in.shapes[i]->dims[d];
       if (isOne(now) && !isOne(size)) {
-        r.aux.push_back(-1); // broadcast along this dim: always element 0
+        st.operandIds.push_back(-1); // broadcast along this dim: always element 0
         continue;
       }
-      r.aux.push_back(id.at(l));
+      st.operandIds.push_back(id.at(l));
       if (auto x = size.asInt(), y = now.asInt(); x && y && *x != *y)
         return userError("node " + describe(in.node) + ": " + name(l) + " has sizes " + std::to_string(*x) + " and " +
                          std::to_string(*y));
@@ -285,8 +311,8 @@ llvm::Expected<OpResult> inferEinsum(const OpInputs &in) {
     }
   Shape out;
   for (int l : labels(spec->output, frame)) {
-    r.aux.push_back(id.at(l));
-    out.dims.push_back(r.auxExprs[id.at(l)]);
+    st.outputIds.push_back(id.at(l));
+    out.dims.push_back(st.sizes[id.at(l)]);
   }
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
@@ -294,14 +320,14 @@ llvm::Expected<OpResult> inferEinsum(const OpInputs &in) {
 }
 
 Term einsum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  size_t letters = r.auxExprs.size();
+  const EinsumState &st = r.stateAs<EinsumState>();
+  size_t letters = st.sizes.size();
   // Each letter's index: the output's, or the binder of its sum (in letter order).
   std::vector<smt::Expr> at(letters);
   std::vector<bool> bound(letters, false);
-  size_t opLetters = r.aux.size() - idx.size();
   for (size_t d = 0; d < idx.size(); ++d) {
-    at[r.aux[opLetters + d]] = idx[d];
-    bound[r.aux[opLetters + d]] = true;
+    at[st.outputIds[d]] = idx[d];
+    bound[st.outputIds[d]] = true;
   }
   std::vector<size_t> summed;
   for (size_t l = 0; l < letters; ++l)
@@ -315,12 +341,12 @@ Term einsum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx
   for (unsigned i = 0; i < in.shapes.size(); ++i) {
     IndexVec src;
     for (size_t d = 0; d < in.shapes[i]->rank(); ++d, ++k)
-      src.push_back(r.aux[k] < 0 ? smt::Expr::intConst(0) : at[r.aux[k]]);
+      src.push_back(st.operandIds[k] < 0 ? smt::Expr::intConst(0) : at[st.operandIds[k]]);
     factors.push_back(read(i, src, inner));
   }
   Term t = mkMul(factors);
   for (size_t s = summed.size(); s-- > 0;)
-    t = mkSum(level + static_cast<int>(s), smt::Expr::intConst(0), r.auxExprs[summed[s]], t);
+    t = mkSum(level + static_cast<int>(s), smt::Expr::intConst(0), st.sizes[summed[s]], t);
   return t;
 }
 

@@ -6,6 +6,8 @@
 
 namespace shardproof::ir {
 
+OpState::~OpState() = default;
+
 static std::string canonDomain(const std::string &d) { return d == "ai.onnx" ? "" : d; }
 
 static const std::map<std::pair<std::string, std::string>, OpDef> &table() {

@@ -5,7 +5,6 @@
 #include "shardproof/ir/Ops.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace shardproof::ir {
 namespace {
@@ -82,8 +81,9 @@ llvm::Expected<OpResult> inferReduce(const OpInputs &in) {
       out.dims.push_back(Expr::intConst(1));
   }
   OpResult r = one(out, in.dtypes[0]);
-  r.aux = *axes;
-  r.aux.push_back(keep); // last entry: keepdims
+  ReduceState &st = r.makeState<ReduceState>();
+  st.axes = *axes;
+  st.keep = keep;
   return r;
 }
 
@@ -91,11 +91,12 @@ llvm::Expected<OpResult> inferReduce(const OpInputs &in) {
 // filled in by sumOver.
 IndexVec reducedSource(const OpInputs &in, const OpResult &r, const IndexVec &idx) {
   const Shape &s = *in.shapes[0];
-  bool keep = r.aux.back();
+  const ReduceState &st = r.stateAs<ReduceState>();
+  bool keep = st.keep;
   IndexVec src(s.rank(), Expr::intConst(0));
   size_t k = 0;
   for (size_t d = 0; d < s.rank(); ++d) {
-    bool reduced = std::find(r.aux.begin(), r.aux.end() - 1, static_cast<int64_t>(d)) != r.aux.end() - 1;
+    bool reduced = std::find(st.axes.begin(), st.axes.end(), static_cast<int64_t>(d)) != st.axes.end();
     if (!reduced)
       src[d] = idx[k++];
     else if (keep)
@@ -105,7 +106,7 @@ IndexVec reducedSource(const OpInputs &in, const OpResult &r, const IndexVec &id
 }
 
 Term reduceSum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  std::vector<int64_t> axes(r.aux.begin(), r.aux.end() - 1);
+  const std::vector<int64_t> &axes = r.stateAs<ReduceState>().axes;
   return sumOver(*in.shapes[0], axes, reducedSource(in, r, idx), level,
                  [&](const IndexVec &src, int l) { return read(0, src, l); });
 }
@@ -113,7 +114,7 @@ Term reduceSum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &
 template <Fn Op>
 Term reduceBy(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read,
              int level) {
-  std::vector<int64_t> axes(r.aux.begin(), r.aux.end() - 1);
+  const std::vector<int64_t> &axes = r.stateAs<ReduceState>().axes;
   return sumOver(
       *in.shapes[0], axes, reducedSource(in, r, idx), level,
       [&](const IndexVec &src, int l) { return read(0, src, l); }, Op);
@@ -122,7 +123,7 @@ Term reduceBy(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &i
 // A sum over the reduced axes of f(x) (ReduceL1/L2/SumSquare/LogSumExp), then g.
 Term reduceMapped(const OpInputs &in, const OpResult &r, const IndexVec &idx, const ReadFn &read, int level,
                   Term (*f)(const Term &)) {
-  std::vector<int64_t> axes(r.aux.begin(), r.aux.end() - 1);
+  const std::vector<int64_t> &axes = r.stateAs<ReduceState>().axes;
   return sumOver(*in.shapes[0], axes, reducedSource(in, r, idx), level,
                  [&](const IndexVec &src, int l) { return f(read(0, src, l)); });
 }
@@ -153,11 +154,15 @@ Term reduceLogSumExp(const OpInputs &in, const OpResult &r, unsigned, const Inde
 
 Term reduceMean(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read,
                 int level) {
-  std::vector<int64_t> axes(r.aux.begin(), r.aux.end() - 1);
+  const std::vector<int64_t> &axes = r.stateAs<ReduceState>().axes;
   return mkMul({inverseCount(*in.shapes[0], axes, level), reduceSum(in, r, slot, idx, read, level)});
 }
 
 // --- Softmax / LogSoftmax (opset >= 13: along one axis) -----------------------
+struct SoftmaxState : OpState {
+  int64_t axis = 0;
+};
+
 llvm::Expected<OpResult> inferSoftmax(const OpInputs &in) {
   if (!in.has(0))
     return userError("node " + describe(in.node) + " has no input");
@@ -170,12 +175,12 @@ llvm::Expected<OpResult> inferSoftmax(const OpInputs &in) {
   if (in.opset < 13 && *axis + 1 != static_cast<int64_t>(s.rank()))
     return unsupportedError("node " + describe(in.node) + ": " + in.node.opType + " before opset 13 on a non-last axis");
   OpResult r = one(s, in.dtypes[0]);
-  r.aux = {*axis};
+  r.makeState<SoftmaxState>().axis = *axis;
   return r;
 }
 
 Term expSum(const OpInputs &in, const OpResult &r, const IndexVec &idx, const ReadFn &read, int level) {
-  return sumOver(*in.shapes[0], {r.aux[0]}, idx, level,
+  return sumOver(*in.shapes[0], {r.stateAs<SoftmaxState>().axis}, idx, level,
                  [&](const IndexVec &src, int l) { return mkApply(Fn::Exp, {read(0, src, l)}); });
 }
 
@@ -190,16 +195,24 @@ Term softmax(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &id
 // is compared with.
 Term logSoftmax(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
   const Shape &s = *in.shapes[0];
+  int64_t axis = r.stateAs<SoftmaxState>().axis;
   auto rowMax = [&](const IndexVec &at, int l) {
-    return sumOver(s, {r.aux[0]}, at, l, [&](const IndexVec &src, int ll) { return read(0, src, ll); }, Fn::Max2);
+    return sumOver(s, {axis}, at, l, [&](const IndexVec &src, int ll) { return read(0, src, ll); }, Fn::Max2);
   };
-  Term shiftedSum = sumOver(s, {r.aux[0]}, idx, level, [&](const IndexVec &src, int l) {
+  Term shiftedSum = sumOver(s, {axis}, idx, level, [&](const IndexVec &src, int l) {
     return mkApply(Fn::Exp, {mkSub(read(0, src, l), rowMax(src, l))});
   });
   return mkSub(mkSub(read(0, idx, level), rowMax(idx, level)), mkApply(Fn::Log, {shiftedSum}));
 }
 
 // --- LayerNormalization (opset 17) -------------------------------------------
+// The first normalized axis (LayerNormalization; the rest follow it) and
+// epsilon, exact as the attribute's double.
+struct NormState : OpState {
+  int64_t axis = 0;
+  double eps = 1e-5;
+};
+
 llvm::Expected<OpResult> inferLayerNorm(const OpInputs &in) {
   if (!in.has(0) || !in.has(1))
     return userError("node " + describe(in.node) + " needs X and Scale");
@@ -234,16 +247,10 @@ llvm::Expected<OpResult> inferLayerNorm(const OpInputs &in) {
     r.shapes.push_back(stat);
     r.dtypes.push_back(DType::Float);
   }
-  r.aux = {*axis};
   const Attribute *eps = in.node.attr("epsilon");
-  r.auxExprs = {};
-  r.aux.push_back(0);
-  // epsilon travels as a Term constant; store its bits in aux for exactness.
-  double e = eps && eps->kind == Attribute::Kind::Float ? eps->f : 1e-5;
-  int64_t bits;
-  static_assert(sizeof(bits) == sizeof(e));
-  std::memcpy(&bits, &e, sizeof e);
-  r.aux.back() = bits;
+  NormState &st = r.makeState<NormState>();
+  st.axis = *axis;
+  st.eps = eps && eps->kind == Attribute::Kind::Float ? eps->f : 1e-5;
   return r;
 }
 
@@ -271,18 +278,17 @@ Normalized normalizeOver(const Shape &s, const std::vector<int64_t> &axes, const
 Term layerNorm(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read,
                int level) {
   const Shape &s = *in.shapes[0];
+  const NormState &st = r.stateAs<NormState>();
   std::vector<int64_t> axes;
-  for (int64_t d = r.aux[0]; d < static_cast<int64_t>(s.rank()); ++d)
+  for (int64_t d = st.axis; d < static_cast<int64_t>(s.rank()); ++d)
     axes.push_back(d);
-  double eps;
-  std::memcpy(&eps, &r.aux[1], sizeof eps);
-  Normalized n = normalizeOver(s, axes, idx, level, read, eps);
+  Normalized n = normalizeOver(s, axes, idx, level, read, st.eps);
   if (slot == 1)
     return n.mean;
   if (slot == 2)
     return n.invStd;
   // Scale and B are indexed by the trailing (normalized) part of idx.
-  IndexVec tail(idx.begin() + r.aux[0], idx.end());
+  IndexVec tail(idx.begin() + st.axis, idx.end());
   Term y = mkMul({n.centered, n.invStd, read(1, broadcastIndex(*in.shapes[1], tail), level)});
   if (in.has(2))
     y = mkAdd({y, read(2, broadcastIndex(*in.shapes[2], tail), level)});
@@ -314,10 +320,7 @@ llvm::Expected<OpResult> inferInstanceNorm(const OpInputs &in) {
   const Attribute *eps = in.node.attr("epsilon");
   if (eps && eps->kind != Attribute::Kind::Float)
     return userError("node " + describe(in.node) + ": epsilon is not a float");
-  double e = eps ? eps->f : 1e-5;
-  int64_t bits;
-  std::memcpy(&bits, &e, sizeof e);
-  r.aux = {bits};
+  r.makeState<NormState>().eps = eps ? eps->f : 1e-5;
   return r;
 }
 
@@ -327,9 +330,7 @@ Term instanceNorm(const OpInputs &in, const OpResult &r, unsigned, const IndexVe
   std::vector<int64_t> axes;
   for (int64_t d = 2; d < static_cast<int64_t>(s.rank()); ++d)
     axes.push_back(d);
-  double eps;
-  std::memcpy(&eps, &r.aux[0], sizeof eps);
-  Normalized n = normalizeOver(s, axes, idx, level, read, eps);
+  Normalized n = normalizeOver(s, axes, idx, level, read, r.stateAs<NormState>().eps);
   IndexVec channel = {idx[1]};
   return mkAdd({mkMul({n.centered, n.invStd, read(1, channel, level)}), read(2, channel, level)});
 }

@@ -28,6 +28,11 @@ llvm::Expected<bool> flagAttr(const Node &n, const char *name, int64_t dflt) {
 }
 
 // --- CumSum ------------------------------------------------------------------
+struct CumSumState : OpState {
+  int64_t axis = 0;
+  bool exclusive = false, reverse = false;
+};
+
 // y[..i..] = sum of x[..k..] for k in [0, i] ([0, i) exclusive; [i, n) and
 // (i, n) reversed) along the axis given as a constant scalar input.
 llvm::Expected<OpResult> inferCumSum(const OpInputs &in) {
@@ -52,13 +57,17 @@ llvm::Expected<OpResult> inferCumSum(const OpInputs &in) {
   if (!reverse)
     return reverse.takeError();
   OpResult r = one(s, in.dtypes[0]);
-  r.aux = {*axis, *exclusive, *reverse};
+  CumSumState &st = r.makeState<CumSumState>();
+  st.axis = *axis;
+  st.exclusive = *exclusive;
+  st.reverse = *reverse;
   return r;
 }
 
 Term cumSum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  int64_t axis = r.aux[0];
-  bool exclusive = r.aux[1], reverse = r.aux[2];
+  const CumSumState &st = r.stateAs<CumSumState>();
+  int64_t axis = st.axis;
+  bool exclusive = st.exclusive, reverse = st.reverse;
   const Expr &i = idx[axis], &n = in.shapes[0]->dims[axis];
   Expr one = Expr::intConst(1);
   Expr lo = reverse ? (exclusive ? i + one : i) : Expr::intConst(0);
@@ -71,6 +80,11 @@ Term cumSum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx
 // --- ArgMax / ArgMin -----------------------------------------------------------
 // argmax = min over k of Where(Equal(x[k], max_j x[j]), k, n): the first index
 // holding the maximum; with select_last_index, max over k of Where(.., k, -1).
+struct ArgState : OpState {
+  int64_t axis = 0;
+  bool keep = true, last = false;
+};
+
 llvm::Expected<OpResult> inferArg(const OpInputs &in) {
   if (!in.has(0))
     return userError("node " + describe(in.node) + " has no input");
@@ -94,15 +108,19 @@ llvm::Expected<OpResult> inferArg(const OpInputs &in) {
   // The index of the extremum of nothing is not defined.
   r.obligations.push_back({"the reduced axis of " + describe(in.node) + " is not empty",
                            s.dims[*axis] >= Expr::intConst(1)});
-  r.aux = {*axis, *keep, *last};
+  ArgState &st = r.makeState<ArgState>();
+  st.axis = *axis;
+  st.keep = *keep;
+  st.last = *last;
   return r;
 }
 
 Term argExtremum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read,
                  int level) {
   const Shape &s = *in.shapes[0];
-  int64_t axis = r.aux[0];
-  bool keep = r.aux[1], last = r.aux[2];
+  const ArgState &st = r.stateAs<ArgState>();
+  int64_t axis = st.axis;
+  bool keep = st.keep, last = st.last;
   Fn extremum = in.node.opType == "ArgMax" ? Fn::Max2 : Fn::Min2;
   IndexVec at;
   for (size_t d = 0, o = 0; d < s.rank(); ++d) {
@@ -130,6 +148,11 @@ Term argExtremum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec
 // (largest; <= and < for smallest) is k's place in the output order, ties to
 // the lower index as ONNX specifies. values[t] = sum over k of
 // Where(rank(k) == t, x[k], 0); indices[t] the same with k for x[k].
+struct TopKState : OpState {
+  int64_t axis = 0;
+  bool largest = true;
+};
+
 llvm::Expected<OpResult> inferTopK(const OpInputs &in) {
   if (!in.has(0) || !in.has(1))
     return userError("node " + describe(in.node) + " needs X and K");
@@ -161,14 +184,17 @@ llvm::Expected<OpResult> inferTopK(const OpInputs &in) {
   r.dtypes = {in.dtypes[0], DType::Int64};
   r.obligations.push_back({"K of " + describe(in.node) + " is in [0, " + s.dims[*axis].str() + "]",
                            Expr::intConst(0) <= K && K <= s.dims[*axis]});
-  r.aux = {*axis, *largest};
+  TopKState &st = r.makeState<TopKState>();
+  st.axis = *axis;
+  st.largest = *largest;
   return r;
 }
 
 Term topK(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx, const ReadFn &read,
           int level) {
-  int64_t axis = r.aux[0];
-  bool largest = r.aux[1];
+  const TopKState &st = r.stateAs<TopKState>();
+  int64_t axis = st.axis;
+  bool largest = st.largest;
   const Expr &n = in.shapes[0]->dims[axis];
   // Binders: k at `level` (the element placed), j at level + 1 (those before it).
   IndexVec atK = idx, atJ = idx;

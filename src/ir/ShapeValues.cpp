@@ -76,12 +76,13 @@ bool sameLayout(const std::string &op) {
 }
 
 // Reductions of a small integer tensor (torch's x.std writes the element
-// count as ReduceProd over a slice of Shape): r.aux holds the sorted reduced
-// axes and, last, keepdims (inferReduce).
+// count as ReduceProd over a slice of Shape): the reduced axes are the op's
+// ReduceState (inferReduce).
 std::optional<IntTensor> foldReduce(const OpInputs &in, const OpResult &r, IntTensor out) {
   const std::string &op = in.node.opType;
   Fn red = op == "ReduceSum" ? Fn::Add : op == "ReduceProd" ? Fn::Mul : op == "ReduceMax" ? Fn::Max2 : Fn::Min2;
-  if (in.values.empty() || !in.values[0] || r.aux.empty())
+  const ReduceState *st = r.stateIf<ReduceState>();
+  if (in.values.empty() || !in.values[0] || !st)
     return std::nullopt;
   const IntTensor &x = *in.values[0];
   int64_t inCount = 1;
@@ -90,8 +91,8 @@ std::optional<IntTensor> foldReduce(const OpInputs &in, const OpResult &r, IntTe
   if (inCount != static_cast<int64_t>(x.size()) || x.dims.size() != in.shapes[0]->rank())
     return std::nullopt;
   std::vector<bool> reduced(x.dims.size(), false);
-  for (auto it = r.aux.begin(); it + 1 != r.aux.end(); ++it)
-    reduced[*it] = true;
+  for (int64_t a : st->axes)
+    reduced[a] = true;
   int64_t outCount = 1;
   for (auto d : out.dims)
     outCount *= d;

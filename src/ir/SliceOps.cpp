@@ -10,6 +10,12 @@ namespace {
 using smt::Expr;
 
 // --- Slice (any constant step) ---------------------------------------------------
+// Per axis: the first element read and the step (start 0, step 1 on axes not sliced).
+struct SliceState : OpState {
+  std::vector<Expr> begin;
+  std::vector<int64_t> step;
+  void forEachExpr(const ExprFn &fn) const override { each(begin, fn); }
+};
 // Clamps like ONNX: negative starts/ends count from the end; both are clipped to [0, dim].
 Expr clampIndex(const Expr &v, const Expr &dim) {
   if (auto c = v.asInt()) {
@@ -69,8 +75,9 @@ llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
     return userError("node " + describe(in.node) + ": starts, ends and axes differ in length");
   Shape out = s;
   OpResult r;
-  r.auxExprs.assign(s.rank(), Expr::intConst(0)); // per-axis start offset
-  r.aux.assign(s.rank(), 1);                        // per-axis step
+  SliceState &st = r.makeState<SliceState>();
+  st.begin.assign(s.rank(), Expr::intConst(0));
+  st.step.assign(s.rank(), 1);
   for (size_t k = 0; k < axes.size(); ++k) {
     auto ax = constInt(in.node, axes[k], "a Slice axis");
     if (!ax)
@@ -102,8 +109,8 @@ llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
       len = max(floorDiv(b - e + (-step - 1), Expr::intConst(-step)), Expr::intConst(0));
     }
     out.dims[*a] = len.simplify();
-    r.auxExprs[*a] = b;
-    r.aux[*a] = step;
+    st.begin[*a] = b;
+    st.step[*a] = step;
   }
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
@@ -113,7 +120,7 @@ llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
     bool known = true;
     for (size_t d = 0; d < s.rank(); ++d) {
       auto n = out.dims[d].asInt();
-      auto b = r.auxExprs[d].asInt();
+      auto b = st.begin[d].asInt();
       known = known && n && b;
       outDims.push_back(n ? *n : 0);
       begin.push_back(b ? *b : 0);
@@ -122,7 +129,7 @@ llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
       if (auto v = remapValues(*in.values[0], outDims, [&](const std::vector<int64_t> &i) {
             std::vector<int64_t> src(i.size());
             for (size_t d = 0; d < i.size(); ++d)
-              src[d] = begin[d] + i[d] * r.aux[d];
+              src[d] = begin[d] + i[d] * st.step[d];
             return src;
           }))
         r.values = {*v};
@@ -130,15 +137,21 @@ llvm::Expected<OpResult> inferSlice(const OpInputs &in) {
   return r;
 }
 Term slice(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  const SliceState &st = r.stateAs<SliceState>();
   IndexVec src;
   for (size_t d = 0; d < idx.size(); ++d)
-    src.push_back(r.aux[d] == 1 ? idx[d] + r.auxExprs[d] : idx[d] * r.aux[d] + r.auxExprs[d]);
+    src.push_back(st.step[d] == 1 ? idx[d] + st.begin[d] : idx[d] * st.step[d] + st.begin[d]);
   return read(0, src, level);
 }
 
 // --- Pad (constant, edge, reflect) -----------------------------------------------
-// aux = {mode, before_0.., }; auxExprs = the pads (ONNX order: all befores, then all afters).
 enum PadMode : int64_t { PadConstant = 0, PadEdge = 1, PadReflect = 2 };
+
+struct PadState : OpState {
+  PadMode mode = PadConstant;
+  std::vector<Expr> pads; // ONNX order: all befores, then all afters
+  void forEachExpr(const ExprFn &fn) const override { each(pads, fn); }
+};
 
 llvm::Expected<OpResult> inferPad(const OpInputs &in) {
   const Shape &s = *in.shapes[0];
@@ -179,18 +192,20 @@ llvm::Expected<OpResult> inferPad(const OpInputs &in) {
   }
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
-  r.aux = {kind};
-  r.auxExprs = *pads;
+  PadState &st = r.makeState<PadState>();
+  st.mode = static_cast<PadMode>(kind);
+  st.pads = *pads;
   return r;
 }
 Term pad(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
   const Shape &s = *in.shapes[0];
   size_t n = s.rank();
+  const PadState &st = r.stateAs<PadState>();
   IndexVec src;
   Expr inside = Expr::boolConst(true);
   for (size_t d = 0; d < n; ++d) {
-    Expr j = idx[d] - r.auxExprs[d], dim = s.dims[d];
-    switch (r.aux[0]) {
+    Expr j = idx[d] - st.pads[d], dim = s.dims[d];
+    switch (st.mode) {
     case PadConstant:
       inside = inside && j >= Expr::intConst(0) && j < dim;
       src.push_back(j);
@@ -202,7 +217,7 @@ Term pad(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, c
       src.push_back(ite(j < Expr::intConst(0), Expr::intConst(0) - j, ite(j >= dim, (dim - 1) * 2 - j, j)));
     }
   }
-  if (r.aux[0] != PadConstant)
+  if (st.mode != PadConstant)
     return read(0, src, level);
   double fill = in.data.size() > 2 && in.data[2] ? in.data[2]->at(0) : 0.0;
   return mkSelect(inside.simplify(), read(0, src, level), mkConst(fill));

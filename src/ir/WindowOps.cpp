@@ -22,30 +22,27 @@ struct Window {
   bool countPad = false; // AveragePool count_include_pad
   int64_t group = 1;     // Conv
 
-  // Packed into OpResult::aux: {n, ceil, countPad, group, k..., s..., pb..., pe..., d...}.
-  void store(OpResult &r) const {
-    r.aux = {n, ceil, countPad, group};
-    for (auto *v : {&k, &s, &pb, &pe, &d})
-      r.aux.insert(r.aux.end(), v->begin(), v->end());
-  }
-  static Window load(const OpResult &r) {
-    Window w;
-    w.n = r.aux[0];
-    w.ceil = r.aux[1];
-    w.countPad = r.aux[2];
-    w.group = r.aux[3];
-    size_t at = 4;
-    for (auto *v : {&w.k, &w.s, &w.pb, &w.pe, &w.d}) {
-      v->assign(r.aux.begin() + at, r.aux.begin() + at + w.n);
-      at += w.n;
-    }
-    return w;
-  }
   int64_t extent(int64_t j) const { return d[j] * (k[j] - 1) + 1; }
   // Taps of axis j that can fall before the input (a leading pad) or past its
   // end (a trailing pad, or a ceil-mode window hanging over the edge).
   bool checkLow(int64_t j) const { return pb[j] > 0; }
   bool checkHigh(int64_t j) const { return pe[j] > 0 || ceil; }
+};
+
+// What a window op's element map needs: its geometry and, for a grouped Conv,
+// the output channels per group.
+struct WindowState : OpState {
+  Window w;
+  std::optional<Expr> perGroup;
+  void forEachExpr(const ExprFn &fn) const override {
+    if (perGroup)
+      fn(*perGroup);
+  }
+};
+
+// Resize's integer scale per axis.
+struct ResizeState : OpState {
+  std::vector<int64_t> scale;
 };
 
 // An ints attribute of exactly `count` values, `dflt` repeated when absent.
@@ -165,7 +162,6 @@ Term overTaps(const Window &w, const Shape &x, const IndexVec &out, int level, F
 bool isTrue(const Expr &c) { return c.simplify().asBool().value_or(false); }
 
 // --- Conv ---------------------------------------------------------------------
-// auxExprs = {output channels per group}.
 llvm::Expected<OpResult> inferConv(const OpInputs &in) {
   if (!in.has(0) || !in.has(1))
     return userError("node " + describe(in.node) + " needs inputs X and W");
@@ -217,18 +213,20 @@ llvm::Expected<OpResult> inferConv(const OpInputs &in) {
     out.dims.push_back(windowOutput(in.node, *w, j, x.dims[2 + j], r.obligations));
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
-  w->store(r);
-  r.auxExprs = {floorDiv(m, g).simplify()};
+  WindowState &st = r.makeState<WindowState>();
+  st.w = *w;
+  st.perGroup = floorDiv(m, g).simplify();
   return r;
 }
 
 // y[n, oc, o...] = sum_{ic < C/group, taps t...} x[n, g*C/group + ic, o*s + t*d - pb] * w[oc, ic, t...] (+ B[oc]),
 // with g = oc / (M/group) and padding reads 0.
 Term conv(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  Window w = Window::load(r);
+  const WindowState &st = r.stateAs<WindowState>();
+  const Window &w = st.w;
   const Shape &x = *in.shapes[0], &wt = *in.shapes[1];
   Expr oc = idx[1], cg = wt.dims[1];
-  Expr base = w.group == 1 ? Expr::intConst(0) : floorDiv(oc, r.auxExprs[0]) * cg;
+  Expr base = w.group == 1 ? Expr::intConst(0) : floorDiv(oc, *st.perGroup) * cg;
   Expr ic = boundVar(level);
   Term sum = overTaps(w, x, idx, level + 1, Fn::Add, [&](const IndexVec &pos, const Expr &inside, int l) {
     IndexVec xi{idx[0], base + ic}, wi{oc, ic};
@@ -303,7 +301,7 @@ llvm::Expected<OpResult> inferPool(const OpInputs &in, bool isMax) {
     out.dims.push_back(windowOutput(in.node, *w, j, x.dims[2 + j], r.obligations));
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
-  w->store(r);
+  r.makeState<WindowState>().w = *w;
   return r;
 }
 
@@ -318,7 +316,7 @@ IndexVec tapIndex(const IndexVec &idx, const IndexVec &pos) {
 
 // Max over the taps; padding reads -inf (what onnxruntime's max starts from).
 Term maxPool(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
-  Window w = Window::load(r);
+  const Window &w = r.stateAs<WindowState>().w;
   return overTaps(w, *in.shapes[0], idx, level, Fn::Max2, [&](const IndexVec &pos, const Expr &inside, int l) {
     Term v = read(0, tapIndex(idx, pos), l);
     return isTrue(inside) ? v : mkSelect(inside, v, mkConst(-INFINITY));
@@ -329,7 +327,7 @@ Term maxPool(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &id
 // can fall outside) or by the number of taps inside the input.
 Term averagePool(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read,
                  int level) {
-  Window w = Window::load(r);
+  const Window &w = r.stateAs<WindowState>().w;
   const Shape &x = *in.shapes[0];
   bool anyCheck = false;
   int64_t kernel = 1;
@@ -397,7 +395,6 @@ Term globalAverage(const OpInputs &in, const OpResult &, unsigned, const IndexVe
 // nearest_mode=floor (torch's F.interpolate(mode="nearest")) and an integer
 // scale per axis: y[i] = x[floor(i / scale)], output length in * scale.
 // (onnxruntime computes i / scale in float; floor of it is exact for i < 2^24.)
-// aux = the scale per axis.
 llvm::Expected<OpResult> inferResize(const OpInputs &in) {
   if (!in.has(0))
     return userError("node " + describe(in.node) + " has no input");
@@ -467,14 +464,15 @@ llvm::Expected<OpResult> inferResize(const OpInputs &in) {
   }
   r.shapes = {out};
   r.dtypes = {in.dtypes[0]};
-  r.aux = scale;
+  r.makeState<ResizeState>().scale = scale;
   return r;
 }
 
 Term resize(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
+  const std::vector<int64_t> &scale = r.stateAs<ResizeState>().scale;
   IndexVec src;
   for (size_t d = 0; d < idx.size(); ++d)
-    src.push_back(r.aux[d] == 1 ? idx[d] : floorDiv(idx[d], Expr::intConst(r.aux[d])));
+    src.push_back(scale[d] == 1 ? idx[d] : floorDiv(idx[d], Expr::intConst(scale[d])));
   return read(0, src, level);
 }
 

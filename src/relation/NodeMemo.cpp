@@ -237,8 +237,8 @@ void NodeMemo::store(MemoKey key, std::vector<ClassId> consulted, Result result)
       if (v)
         for (auto &e : v->vals)
           out.expr(e);
-    for (auto &e : r->auxExprs)
-      out.expr(e);
+    if (r->state)
+      r->state->forEachExpr([&](const smt::Expr &e) { out.expr(e); });
     for (auto &o : r->obligations)
       out.expr(o.cond);
   }

@@ -16,19 +16,6 @@ static bool isCollective(const Node &n) {
   return d && d->cls == OpClass::Collective;
 }
 
-static std::string collectiveKind(const Node &n) {
-  std::string op = n.opType;
-  if (op == "AllReduce") {
-    const Attribute *a = n.attr("op");
-    op += ":" + (a && a->kind == Attribute::Kind::String ? a->s : std::string("sum"));
-  }
-  // Layout attributes are part of the call: the element maps use rank 0's.
-  for (const char *attr : {"axis", "split_axis", "concat_axis"})
-    if (const Attribute *a = n.attr(attr); a && a->kind == Attribute::Kind::Int)
-      op += std::string(" ") + attr + "=" + std::to_string(a->i);
-  return op;
-}
-
 // Turns the element term of a computed rank tensor into a class read.
 // `evenIfPure`: a reduction's output is a class even when its term only
 // selects elements (an all-reduce of masked lookups, whose masks leave one
@@ -69,21 +56,18 @@ static void internValue(Session &S, int r, const Node &n, int out, bool evenIfPu
 }
 
 // What a collective node may carry, checked before anything reads it: one
-// input and one output, the attributes shardproof reads and no others, a
-// known reduction, axes inside the input's rank. Anything else is a graph
+// input and one output, the attributes its row reads and no others, a known
+// reduction, axes inside the input's rank. Anything else is a graph
 // shardproof cannot read the way the runtime would: bad input, never a guess.
-static llvm::Error checkCollectiveNode(const Node &n, int rank, size_t inputRank) {
+static llvm::Error checkCollectiveNode(const Node &n, const CollectiveDef &c, int rank, size_t inputRank) {
   std::string where = "rank " + std::to_string(rank) + ": collective " + describe(n);
   if (n.inputs.size() != 1 || n.outputs.size() != 1)
     return userError(where + " has " + std::to_string(n.inputs.size()) + " inputs and " +
                      std::to_string(n.outputs.size()) + " outputs; a collective takes one tensor and gives one");
   std::vector<std::string> allowed{"group_size"};
-  if (n.opType == "AllReduce")
+  if (c.readsOp)
     allowed.push_back("op");
-  else if (n.opType == "AllGather" || n.opType == "ReduceScatter")
-    allowed.push_back("axis");
-  else if (n.opType == "AllToAll")
-    allowed.insert(allowed.end(), {"split_axis", "concat_axis"});
+  allowed.insert(allowed.end(), c.axes.begin(), c.axes.end());
   for (auto &[name, a] : n.attrs)
     if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
       return userError(where + " has attribute '" + name + "', which shardproof does not read (it reads: " +
@@ -93,7 +77,7 @@ static llvm::Error checkCollectiveNode(const Node &n, int rank, size_t inputRank
       return userError(where + ": reduction op '" + (op->kind == Attribute::Kind::String ? op->s : "?") +
                        "' is not one of sum, max, min");
   }
-  for (const char *axisName : {"axis", "split_axis", "concat_axis"})
+  for (const char *axisName : c.axes)
     if (const Attribute *a = n.attr(axisName)) {
       int64_t r = static_cast<int64_t>(inputRank);
       if (a->kind != Attribute::Kind::Int || a->i < -r || a->i >= r)
@@ -104,15 +88,19 @@ static llvm::Error checkCollectiveNode(const Node &n, int rank, size_t inputRank
   return llvm::Error::success();
 }
 
+// The k-th collective call of every rank, resolved together from its op-table
+// row: each rank's output shape and element term in terms of every rank's input.
 static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &calls) {
   int P = S.worldSize();
   const Node &n0 = *calls[0];
-  std::string kind = collectiveKind(n0);
+  std::string kind = collectiveCall(n0);
   for (int r = 1; r < P; ++r)
-    if (collectiveKind(*calls[r]) != kind)
+    if (collectiveCall(*calls[r]) != kind)
       return userError("collectives differ across ranks: rank 0 calls " + kind + " at " + describe(n0) +
-                       " but rank " + std::to_string(r) + " calls " + collectiveKind(*calls[r]) + " at " +
+                       " but rank " + std::to_string(r) + " calls " + collectiveCall(*calls[r]) + " at " +
                        describe(*calls[r]) + " (the ranks would deadlock)");
+  const OpDef *def = lookupOp(n0.domain, n0.opType);
+  const CollectiveDef *coll = def ? def->collective : nullptr;
   // Shapes (per rank) via the op table, and each rank's input term.
   std::vector<Term> ins(P);
   std::vector<Shape> shapes(P);
@@ -123,8 +111,8 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
     if (n.inputs.empty() || n.inputs[0] < 0)
       return userError("rank " + std::to_string(r) + ": collective " + describe(n) + " has no input");
     const ValueInfo &v = S.rankValues[r][n.inputs[0]];
-    if (v.shape)
-      if (auto e = checkCollectiveNode(n, r, v.shape->rank()))
+    if (v.shape && coll)
+      if (auto e = checkCollectiveNode(n, *coll, r, v.shape->rank()))
         return e;
     if (!v.term || !v.shape) {
       for (int o : n.outputs)
@@ -139,108 +127,29 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
     if (shapes[r].rank() != s0.rank())
       return userError("collective " + describe(n0) + ": ranks pass tensors of different rank");
   }
+  if (!coll) {
+    for (int r = 0; r < P; ++r)
+      for (int o : calls[r]->outputs)
+        S.rankValues[r][o].unsupported = "unsupported collective " + describe(*calls[r]);
+    return llvm::Error::success();
+  }
+  std::vector<RankObligation> obligations;
+  if (coll->obligations)
+    coll->obligations(n0, shapes, obligations);
+  for (RankObligation &o : obligations)
+    S.obligations.push_back({std::move(o.obligation), o.rank, calls[o.rank]->name, calls[o.rank]->modulePath()});
   IndexVec iv = indexVars("i", static_cast<unsigned>(s0.rank()));
-  auto readRank = [&](int r, const IndexVec &idx) { return instantiate(ins[r], iv, idx, 0); };
-  std::string op = n0.opType;
-  // Reductions and exchanges read the same element on every rank: shapes must agree.
-  if (op == "AllReduce" || op == "ReduceScatter" || op == "AllToAll")
-    for (int r = 1; r < P; ++r)
-      for (size_t d = 0; d < s0.rank(); ++d)
-        S.obligations.push_back({{"ranks pass equal shapes to " + describe(n0) + " (dim " + std::to_string(d) + ")",
-                                  shapes[r].dims[d] == s0.dims[d]},
-                                 r, calls[r]->name, calls[r]->modulePath()});
-  if (op == "AllReduce") {
-    Term t;
-    for (int r = 0; r < P; ++r) {
-      Term x = readRank(r, iv);
-      if (!t)
-        t = x;
-      else if (kind == "AllReduce:sum")
-        t = mkAdd({t, x});
-      else
-        t = mkApply(kind == "AllReduce:max" ? Fn::Max2 : Fn::Min2, {t, x});
-    }
-    for (int r = 0; r < P; ++r) {
-      int out = calls[r]->outputs[0];
-      Prover::Scope sc(S.prover, Session::bounds(s0));
-      S.rankValues[r][out].term = S.prover.normalize(t, 0);
-      S.rankValues[r][out].shape = s0;
+  RankReadFn readRank = [&](int q, const IndexVec &idx) { return instantiate(ins[q], iv, idx, 0); };
+  for (int r = 0; r < P; ++r) {
+    Shape os = coll->shape(n0, shapes, r);
+    Term t = coll->element(n0, shapes, r, iv, readRank);
+    int out = calls[r]->outputs[0];
+    Prover::Scope sc(S.prover, Session::bounds(os));
+    S.rankValues[r][out].term = S.prover.normalize(t, 0);
+    S.rankValues[r][out].shape = os;
+    if (coll->reduces)
       internValue(S, r, *calls[r], out, /*evenIfPure=*/true);
-    }
-    return llvm::Error::success();
   }
-  int64_t axis = attrInt(n0, "axis", 0);
-  if (axis < 0)
-    axis += static_cast<int64_t>(s0.rank());
-  if (op == "AllGather") {
-    // Concatenation of the ranks' inputs along `axis`, in rank order.
-    auto [t, total] = concatAlong(
-        P, axis, iv, [&](size_t r) { return shapes[r].dims[axis]; },
-        [&](size_t r, const IndexVec &src) { return readRank(static_cast<int>(r), src); });
-    Shape os = s0;
-    os.dims[axis] = total;
-    for (int r = 0; r < P; ++r) {
-      int out = calls[r]->outputs[0];
-      Prover::Scope sc(S.prover, Session::bounds(os));
-      S.rankValues[r][out].term = S.prover.normalize(t, 0);
-      S.rankValues[r][out].shape = os;
-    }
-    return llvm::Error::success();
-  }
-  if (op == "ReduceScatter") {
-    // Every rank receives an equal chunk: the length must divide (NCCL's rule).
-    S.obligations.push_back({{"world_size " + std::to_string(P) + " divides axis " + std::to_string(axis) +
-                                  " of the input to " + describe(n0),
-                              mod(s0.dims[axis], Expr::intConst(P)) == Expr::intConst(0)},
-                             0, n0.name, n0.modulePath()});
-    Expr chunk = floorDiv(s0.dims[axis], Expr::intConst(P));
-    Shape os = s0;
-    os.dims[axis] = chunk;
-    for (int r = 0; r < P; ++r) {
-      IndexVec src = iv;
-      src[axis] = iv[axis] + chunk * r;
-      Term t;
-      for (int q = 0; q < P; ++q)
-        t = t ? mkAdd({t, readRank(q, src)}) : readRank(q, src);
-      int out = calls[r]->outputs[0];
-      Prover::Scope sc(S.prover, Session::bounds(os));
-      S.rankValues[r][out].term = S.prover.normalize(t, 0);
-      S.rankValues[r][out].shape = os;
-      internValue(S, r, *calls[r], out, /*evenIfPure=*/true);
-    }
-    return llvm::Error::success();
-  }
-  if (op == "AllToAll") {
-    int64_t split = attrInt(n0, "split_axis", 0), cat = attrInt(n0, "concat_axis", 0);
-    if (split < 0)
-      split += static_cast<int64_t>(s0.rank());
-    if (cat < 0)
-      cat += static_cast<int64_t>(s0.rank());
-    Expr chunk = floorDiv(s0.dims[split], Expr::intConst(P));
-    Shape os = s0;
-    os.dims[split] = chunk;
-    Expr piece = os.dims[cat]; // extent of one rank's piece along the concat axis
-    os.dims[cat] = piece * P;
-    for (int r = 0; r < P; ++r) {
-      // Piece q of rank r's output is chunk r of rank q's input.
-      Term t;
-      for (int q = P - 1; q >= 0; --q) {
-        IndexVec src = iv;
-        src[cat] = iv[cat] - piece * q;
-        src[split] = src[split] + chunk * r;
-        Term x = readRank(q, src);
-        t = t ? mkSelect(iv[cat] < piece * (q + 1), x, t) : x;
-      }
-      int out = calls[r]->outputs[0];
-      Prover::Scope sc(S.prover, Session::bounds(os));
-      S.rankValues[r][out].term = S.prover.normalize(t, 0);
-      S.rankValues[r][out].shape = os;
-    }
-    return llvm::Error::success();
-  }
-  for (int r = 0; r < P; ++r)
-    for (int o : calls[r]->outputs)
-      S.rankValues[r][o].unsupported = "unsupported collective " + describe(*calls[r]);
   return llvm::Error::success();
 }
 

@@ -3,16 +3,20 @@
 //    (broadcast compatibility, matching inner dims, element counts), and, for
 //    shape arithmetic, the symbolic integer values of small outputs;
 //  - `element`: its index map, the Term for output element [idx...] built from
-//    reads of input elements.
-// Adding an op means writing those two functions and one table row.
+//    reads of input elements;
+//  - for a collective, `collective`: each rank's output shape and element in
+//    terms of every rank's input, and the obligations across ranks.
+// Adding an op means writing those functions and one table row.
 #pragma once
 
 #include "shardproof/ir/Graph.h"
 #include "shardproof/ir/Term.h"
+#include "shardproof/support/Error.h"
 
 #include <llvm/Support/Error.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,14 +65,45 @@ struct OpInputs {
   }
 };
 
+/// What an op's `infer` works out once for its element map (normalised axes,
+/// slice starts): each op family declares its own struct deriving from this.
+struct OpState {
+  using ExprFn = std::function<void(const smt::Expr &)>;
+  virtual ~OpState();
+  /// Every symbolic expression the state holds: a memoised result is reused
+  /// only if none of them reads a class (NodeMemo walks them).
+  virtual void forEachExpr(const ExprFn &fn) const {}
+
+protected:
+  static void each(const std::vector<smt::Expr> &v, const ExprFn &fn) {
+    for (const smt::Expr &e : v)
+      fn(e);
+  }
+};
+
 struct OpResult {
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
   std::vector<Obligation> obligations;
   std::vector<std::optional<IntTensor>> values; // per output, if computable
-  /// Free-form state the element map needs (e.g. normalised axes), computed once.
-  std::vector<int64_t> aux;
-  std::vector<smt::Expr> auxExprs;
+  /// The op's own state for its element map; null if it needs none.
+  std::shared_ptr<const OpState> state;
+
+  /// A fresh state of the op's type, held by this result, to fill in.
+  template <class S> S &makeState() {
+    auto s = std::make_shared<S>();
+    S &ref = *s;
+    state = std::move(s);
+    return ref;
+  }
+  /// The state as the op's type; another type (or none) is an internal error.
+  template <class S> const S &stateAs() const {
+    const auto *s = dynamic_cast<const S *>(state.get());
+    SP_CHECK(s, "op state of an unexpected type");
+    return *s;
+  }
+  /// The state as type S, or null (an op that may have none).
+  template <class S> const S *stateIf() const { return dynamic_cast<const S *>(state.get()); }
 };
 
 /// Reads element `idx` of input `input`, with the caller at binder depth `level`.
@@ -77,8 +112,40 @@ using ReadFn = std::function<Term(unsigned input, const IndexVec &idx, int level
 enum class OpClass {
   Compute,    // arithmetic on elements
   View,       // output elements are input elements at remapped indices
-  Collective, // reads other ranks' tensors; element map built by the relation layer
+  Collective, // reads other ranks' tensors: its row's `collective` part
   ShapeOnly,  // produces only integer shape data (Shape, Size); no element map needed
+};
+
+/// Reads element `idx` of rank `q`'s input to a collective.
+using RankReadFn = std::function<Term(int q, const IndexVec &idx)>;
+
+/// An obligation across the ranks of a collective, charged to rank `rank`'s call.
+struct RankObligation {
+  int rank;
+  Obligation obligation;
+};
+
+/// A collective's element map. The relation layer walks the ranks in
+/// lock-step and hands the k-th call's row every rank's input shape (`ins`,
+/// one per rank; the world size is ins.size()) and a reader of every rank's
+/// input; `n` is rank 0's call, which every rank's must equal (same op, same
+/// attributes). `infer` still gives one rank's shape from its input alone.
+struct CollectiveDef {
+  /// Reads a reduction from attribute "op" (sum|max|min, default sum).
+  bool readsOp;
+  /// The integer axis attributes it reads (checked against the input's rank);
+  /// with "op" and "group_size", all a call may carry.
+  std::vector<const char *> axes;
+  /// Its output is a reduction over the ranks: a class even when its term only
+  /// selects (an all-reduce of masked lookups), so the reference's lookup can
+  /// be matched to it.
+  bool reduces;
+  /// Conditions on the ranks' input shapes (equal shapes, divisibility), in order.
+  void (*obligations)(const Node &n, const std::vector<Shape> &ins, std::vector<RankObligation> &out);
+  /// Rank r's output shape.
+  Shape (*shape)(const Node &n, const std::vector<Shape> &ins, int r);
+  /// Element `idx` of rank r's output.
+  Term (*element)(const Node &n, const std::vector<Shape> &ins, int r, const IndexVec &idx, const RankReadFn &read);
 };
 
 struct OpDef {
@@ -89,12 +156,17 @@ struct OpDef {
   /// Element of output `slot` at `idx` (binder depth `level`); null for collectives.
   Term (*element)(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx,
                   const ReadFn &read, int level);
+  /// Collectives only: the element map across ranks.
+  const CollectiveDef *collective = nullptr;
 };
 
 /// Finds the definition of an op; "ai.onnx" and "" are the same domain.
 const OpDef *lookupOp(const std::string &domain, const std::string &type);
 /// All supported ops (for docs and --list-ops).
 std::vector<const OpDef *> allOps();
+/// The call a collective node makes, as every rank's k-th call must equal it
+/// ("AllReduce:sum", "AllGather axis=1"); ranks making different calls would deadlock.
+std::string collectiveCall(const Node &n);
 
 // --- helpers shared by op implementations ----------------------------------
 /// Normalises a possibly negative axis; error naming the node if out of range.
@@ -132,6 +204,12 @@ std::optional<IntTensor> remapValues(const IntTensor &v, const std::vector<int64
 OpResult one(Shape s, DType t);
 /// One output, the numpy broadcast of every input's shape, of type `t`.
 llvm::Expected<OpResult> broadcastResult(const OpInputs &in, DType t);
+/// The Reduce* ops' state (ReduceOps.cpp): the sorted reduced axes and
+/// keepdims; foldIntValues reads it too.
+struct ReduceState : OpState {
+  std::vector<int64_t> axes;
+  bool keep = true;
+};
 /// Integer values of output `slot` from the integer values of the inputs, for
 /// the elementwise, selection and layout ops of shape arithmetic (ShapeValues.cpp);
 /// nullopt if the op or its size is out of scope.
@@ -140,7 +218,7 @@ std::optional<IntTensor> foldIntValues(const OpInputs &in, const OpResult &r, un
 /// One row of the op table (domain "" is ONNX's default domain).
 inline OpDef opRow(const char *type, OpClass c, decltype(OpDef::infer) infer, decltype(OpDef::element) element,
                    const char *domain = "") {
-  return OpDef{domain, type, c, infer, element};
+  return OpDef{domain, type, c, infer, element, nullptr};
 }
 
 // The op families register themselves through these lists (one per file).

@@ -426,3 +426,32 @@ TEST(Terms, ASequenceIdMaskBecomesSelectsOnSingleComparisons) {
     for (int64_t kv = 0; kv < 7; ++kv)
       EXPECT_EQ(at(qv, kv), segOf(qv) == segOf(kv) ? 1 : 0) << qv << ", " << kv;
 }
+
+namespace {
+struct PickState : OpState {
+  int64_t axis = 0;
+};
+struct OtherState : OpState {};
+} // namespace
+
+TEST(OpState, SliceStateListsItsSymbolicStartForTheNodeMemo) {
+  // x[off:] on the last axis: the start is an expression the memo must check
+  // (a start read from data would name a class).
+  IntTensor start;
+  start.dims = {1};
+  start.vals = {sym("off")};
+  Apply a("Slice", {shape({sym("s"), num(16)}), shape({num(1)}), shape({num(1)}), shape({num(1)})}, {},
+          {std::nullopt, start, ints({INT64_MAX}), ints({1})});
+  ASSERT_TRUE(a.result && a.result->state);
+  std::string walked;
+  a.result->state->forEachExpr([&](const Expr &e) { walked += e.str() + ";"; });
+  EXPECT_NE(walked.find("off"), std::string::npos) << walked;
+}
+
+TEST(OpState, AStateReadAsAnotherTypeIsAnInternalError) {
+  OpResult r;
+  r.makeState<PickState>().axis = 2;
+  EXPECT_EQ(r.stateAs<PickState>().axis, 2);
+  EXPECT_EQ(r.stateIf<OtherState>(), nullptr);
+  EXPECT_EXIT(r.stateAs<OtherState>(), ::testing::ExitedWithCode(4), "op state of an unexpected type");
+}
