@@ -120,14 +120,7 @@ static std::vector<std::string> nearbyRankNodes(Session &S, const Term &t, const
   return out;
 }
 
-unsigned Session::unknownQueries() const {
-  unsigned n = 0;
-  for (auto &[_, st] : solver.stats())
-    n += st.unknown;
-  return n;
-}
-
-llvm::Error Session::inferReference() {
+llvm::Error Session::inferReference(Claims &claims) {
   for (int id : ref.inputs) {
     RelationRow row;
     row.tensor = ref.values[id].name;
@@ -208,7 +201,7 @@ llvm::Error Session::inferReference() {
       // No counterpart found by covering: the ranks' tensors of the same name,
       // proven (Propose.cpp).
       if (row.status == RelationRow::Unmatched && termSize(v.term) <= opts.maxTermNodes)
-        if (auto t = proposeByName(o)) {
+        if (auto t = proposeByName(o, claims)) {
           v.term = *t;
           row.status = RelationRow::Matched;
         }
@@ -216,12 +209,12 @@ llvm::Error Session::inferReference() {
       if (auto it = checkpoints.find(ref.values[o].name); it != checkpoints.end()) {
         // Prove the user's claim here; once proven, downstream nodes build on
         // it (the claim's form, not whatever the search found).
-        auto claim = checkClaim(o, *it->second);
+        auto claim = claims.check(o, *it->second);
         if (!claim)
           return claim.takeError();
         claim->tensor += " (layer checkpoint)";
         if (claim->verdict == Verdict::Verified) {
-          auto sides = outputSides(*this, ref.values[o].name, *it->second);
+          auto sides = claims.sides().ofClaim(ref.values[o].name, *it->second);
           if (!sides)
             return sides.takeError();
           Prover::Scope sc(prover, bounds(*v.shape));

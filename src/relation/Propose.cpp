@@ -30,30 +30,7 @@ constexpr unsigned kProposalSteps = 16;
 
 } // namespace
 
-std::optional<Expr> Session::unfoldUntilEqual(Term a, Term b, Expr diff, unsigned maxSteps) {
-  std::optional<Expr> d = diff;
-  unsigned expansions = 0;
-  while (d) {
-    ClassId ca = Prover::highestComputed(a, classes), cb = Prover::highestComputed(b, classes);
-    ClassId none = static_cast<ClassId>(-1);
-    ClassId c = ca == none ? cb : cb == none ? ca : std::max(ca, cb);
-    if (c == none || ++expansions > maxSteps)
-      break;
-    // A step whose comparison the solver could not decide is not unfolded
-    // further: without those facts the terms only grow (with
-    // --solver-timeout 0, 64 such steps took a minute on one GPT block), and
-    // the answer is UNKNOWN with the solver's reason either way.
-    const unsigned undecidedBefore = solver.undecided();
-    a = prover.expandClass(a, c, 0);
-    b = prover.expandClass(b, c, 0);
-    d = prover.firstDifference(a, b, 0);
-    if (d && solver.undecided() != undecidedBefore)
-      break;
-  }
-  return d;
-}
-
-std::optional<Term> Session::proposeByName(int id) {
+std::optional<Term> Session::proposeByName(int id, Claims &claims) {
   const std::string &name = ref.values[id].name;
   const ValueInfo &v = refValues[id];
   if (!v.term || !v.shape || solver.pastDeadline())
@@ -99,7 +76,7 @@ std::optional<Term> Session::proposeByName(int id) {
   }
   Prover::Scope sc(prover, bounds(shape));
   for (const auto &cand : candidates) {
-    auto sides = outputSides(*this, name, cand);
+    auto sides = claims.sides().ofClaim(name, cand);
     if (!sides) {
       llvm::consumeError(sides.takeError());
       continue;
@@ -117,7 +94,7 @@ std::optional<Term> Session::proposeByName(int id) {
         break;
       }
       auto d = prover.firstDifference(v.term, b, 0);
-      if (d && unfoldUntilEqual(v.term, b, *d, kProposalSteps)) {
+      if (d && claims.unfoldUntilEqual(v.term, b, *d, kProposalSteps)) {
         proven = false;
         break;
       }
@@ -135,8 +112,8 @@ bool Session::differsOnNumbers(const Term &a, const Term &b, const Shape &shape)
     smallestSizes.emplace();
     smt::CheckResult r = solver.check("propose.sizes", Expr::boolConst(true));
     if (r.result == smt::Result::Sat) {
-      smt::Model m = solver.shrink("propose.sizes", Expr::boolConst(true), r.model, symbolNames());
-      for (auto &n : symbolNames())
+      smt::Model m = solver.shrink("propose.sizes", Expr::boolConst(true), r.model, symbols);
+      for (auto &n : symbols)
         if (auto v = m.get(n))
           (*smallestSizes)[n] = *v;
     }
@@ -166,36 +143,6 @@ bool Session::differsOnNumbers(const Term &a, const Term &b, const Shape &shape)
       return true;
   }
   return false;
-}
-
-// A proven output is a relation whatever the cover found: its row says so,
-// with the spec's claim in the relation language.
-void Session::labelProvenOutput(const std::string &name, const spec::Placement &pl) {
-  auto row = std::find_if(result.rows.begin(), result.rows.end(),
-                          [&](const RelationRow &r) { return r.tensor == name; });
-  if (row == result.rows.end() || row->status != RelationRow::Unmatched)
-    return;
-  using K = spec::Placement::Kind;
-  const int P = worldSize();
-  std::string rel;
-  if (pl.kind == K::Replicated || pl.kind == K::Partial) {
-    std::string each = spec::Spec::rankName(name, pl, 0);
-    bool same = true;
-    for (int r = 1; r < P; ++r)
-      same &= spec::Spec::rankName(name, pl, r) == each;
-    rel = same ? each + "@*" : each + "@0";
-    if (pl.kind == K::Partial)
-      rel = "sum(" + rel + ")";
-  } else if (pl.kind == K::Shard) {
-    rel = "concat(";
-    for (int r = 0; r < P; ++r)
-      rel += spec::Spec::rankName(name, pl, r) + "@" + std::to_string(r) + ", ";
-    rel += "axis=" + std::to_string(pl.axis) + ")";
-  } else {
-    rel = pl.relation ? pl.relation->str() : "the spec's relation";
-  }
-  row->status = RelationRow::Matched;
-  row->relation = rel + " (output, proven)";
 }
 
 } // namespace shardproof::relation

@@ -1,6 +1,6 @@
 // Compiling the spec's relation expressions (concat, sum, slice, pad,
 // transpose, reshape over NAME@RANK) into element terms.
-#include "Session.h"
+#include "RankSides.h"
 
 namespace shardproof::relation {
 
@@ -24,23 +24,27 @@ static llvm::Expected<Expr> exprKw(const spec::RelExpr &e, const char *key) {
   return kw->values[0];
 }
 
-llvm::Expected<std::pair<Term, Shape>> Session::compileRelation(const spec::RelExpr &e) {
-  if (e.kind == spec::RelExpr::Kind::Tensor) {
-    if (e.rank < 0 || e.rank >= worldSize())
-      return userError("rank " + std::to_string(e.rank) + " out of range for world_size " +
-                           std::to_string(worldSize()),
-                       e.loc);
-    auto id = ranks[e.rank].find(e.name);
-    if (!id)
-      return userError("rank " + std::to_string(e.rank) + " has no tensor '" + e.name + "'" +
-                           didYouMean(e.name, ranks[e.rank].valueNames()),
-                       e.loc);
-    const ValueInfo &v = rankValues[e.rank][*id];
-    if (!v.term || !v.shape)
-      return unsupportedError("rank " + std::to_string(e.rank) + " tensor '" + e.name + "': " +
-                              (v.unsupported.empty() ? "not known yet at this point" : v.unsupported));
-    return std::make_pair(v.term, *v.shape);
-  }
+// A leaf NAME@RANK: the rank's tensor as computed so far.
+llvm::Expected<std::pair<Term, Shape>> RankSides::rankTensor(const spec::RelExpr &e) {
+  if (e.rank < 0 || e.rank >= worldSize())
+    return userError("rank " + std::to_string(e.rank) + " out of range for world_size " +
+                         std::to_string(worldSize()),
+                     e.loc);
+  auto id = ranks[e.rank].find(e.name);
+  if (!id)
+    return userError("rank " + std::to_string(e.rank) + " has no tensor '" + e.name + "'" +
+                         didYouMean(e.name, ranks[e.rank].valueNames()),
+                     e.loc);
+  const ValueInfo &v = rankValues[e.rank][*id];
+  if (!v.term || !v.shape)
+    return unsupportedError("rank " + std::to_string(e.rank) + " tensor '" + e.name + "': " +
+                            (v.unsupported.empty() ? "not known yet at this point" : v.unsupported));
+  return std::make_pair(v.term, *v.shape);
+}
+
+llvm::Expected<std::pair<Term, Shape>> RankSides::compileRelation(const spec::RelExpr &e) {
+  if (e.kind == spec::RelExpr::Kind::Tensor)
+    return rankTensor(e);
   std::vector<std::pair<Term, Shape>> args;
   for (auto &a : e.args) {
     auto c = compileRelation(a);
@@ -99,9 +103,9 @@ llvm::Expected<std::pair<Term, Shape>> Session::compileRelation(const spec::RelE
     if (e.fn == "slice") {
       src[*ax] = iv[*ax] + *a;
       s.dims[*ax] = (*b - *a).simplify();
-      obligations.push_back({{"slice(...) in the spec stays inside its tensor: 0 <= start <= end <= size",
-                              Expr::intConst(0) <= *a && *a <= *b && *b <= s0.dims[*ax]},
-                             -1, "", ""});
+      raised.push_back({{"slice(...) in the spec stays inside its tensor: 0 <= start <= end <= size",
+                         Expr::intConst(0) <= *a && *a <= *b && *b <= s0.dims[*ax]},
+                        -1, "", ""});
       return std::make_pair(instantiate(args[0].first, iv, src, 0), s);
     }
     src[*ax] = iv[*ax] - *a;
@@ -142,10 +146,80 @@ llvm::Expected<std::pair<Term, Shape>> Session::compileRelation(const spec::RelE
       src[d] = d == 0 ? floorDiv(flat, stotal) : mod(floorDiv(flat, stotal), s0.dims[d]);
       stotal = stotal * s0.dims[d];
     }
-    obligations.push_back({{"reshape(...) in the spec keeps the element count", total == stotal}, -1, "", ""});
+    raised.push_back({{"reshape(...) in the spec keeps the element count", total == stotal}, -1, "", ""});
     return std::make_pair(instantiate(args[0].first, iv, src, 0), s);
   }
   return userError("unknown relation function '" + e.fn + "'", e.loc);
+}
+
+// Element term of the implementation side of an output for one placement.
+llvm::Expected<std::vector<std::pair<int, std::pair<Term, Shape>>>>
+RankSides::ofClaim(const std::string &name, const spec::Placement &pl) {
+  using K = spec::Placement::Kind;
+  int P = worldSize();
+  std::vector<std::pair<int, std::pair<Term, Shape>>> out;
+  auto placedTensor = [&](int r) -> llvm::Expected<std::pair<Term, Shape>> {
+    std::string rn = spec::Spec::rankName(name, pl, r);
+    auto id = ranks[r].find(rn);
+    if (!id)
+      return userError("rank " + std::to_string(r) + " (" + ranks[r].path + ") has no tensor '" + rn +
+                           "' for spec output '" + name + "'" + didYouMean(rn, ranks[r].valueNames()),
+                       pl.loc);
+    const ValueInfo &v = rankValues[r][*id];
+    if (!v.term)
+      return unsupportedError("rank " + std::to_string(r) + " tensor '" + rn + "': " +
+                              (v.unsupported.empty() ? "no element map" : v.unsupported));
+    return std::make_pair(v.term, *v.shape);
+  };
+  if (pl.kind == K::Relation) {
+    auto rel = compileRelation(*pl.relation);
+    if (!rel)
+      return rel.takeError();
+    out.push_back({-1, *rel});
+    return out;
+  }
+  std::vector<std::pair<Term, Shape>> parts;
+  for (int r = 0; r < P; ++r) {
+    auto t = placedTensor(r);
+    if (!t)
+      return t.takeError();
+    parts.push_back(*t);
+  }
+  if (pl.kind == K::Replicated) {
+    for (int r = 0; r < P; ++r)
+      out.push_back({r, parts[r]});
+    return out;
+  }
+  if (pl.kind == K::Partial) {
+    std::vector<Term> ts;
+    for (auto &p : parts)
+      ts.push_back(p.first);
+    out.push_back({-1, {mkAdd(ts), parts[0].second}});
+    return out;
+  }
+  // Shard: concatenation along the axis.
+  const Shape &s0 = parts[0].second;
+  int64_t axis = pl.axis < 0 ? pl.axis + static_cast<int64_t>(s0.rank()) : pl.axis;
+  if (axis < 0 || axis >= static_cast<int64_t>(s0.rank()))
+    return userError("spec output '" + name + "': shard axis out of range", pl.loc);
+  IndexVec iv = indexVars("i", static_cast<unsigned>(s0.rank()));
+  auto [t, total] = concatAlong(
+      P, axis, iv, [&](size_t r) { return parts[r].second.dims[axis]; },
+      [&](size_t r, const IndexVec &src) { return instantiate(parts[r].first, iv, src, 0); });
+  Shape os = s0;
+  os.dims[axis] = total;
+  if (pl.split == spec::Placement::Split::PadToMultiple) {
+    // Rows past the reference's length are pad: when the shards hold exactly
+    // the padded length, the claim is about the first n rows only; any other
+    // length stays a shape mismatch.
+    auto refId = ref.find(name);
+    if (refId && refValues[*refId].shape && refValues[*refId].shape->rank() == os.rank()) {
+      Expr n = refValues[*refId].shape->dims[axis];
+      os.dims[axis] = ite(total == paddedLength(pl, n), n, total).simplify();
+    }
+  }
+  out.push_back({-1, {t, os}});
+  return out;
 }
 
 } // namespace shardproof::relation

@@ -1,4 +1,7 @@
 // Entry point: runs the phases in order.
+#include "Check.h"
+#include "Claims.h"
+#include "Sample.h"
 #include "Session.h"
 
 #include <algorithm>
@@ -81,6 +84,7 @@ llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph>
   // past the deadline (their solver queries then answer Unknown at once).
   if (auto e = S.bindRankSymbols())
     return std::move(e);
+  S.symbols = S.symbolNames();
   if (auto e = S.setupSymbols())
     return std::move(e);
   if (auto e = S.bindInputs())
@@ -89,31 +93,23 @@ llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph>
     return std::move(e);
   st.worldSeconds = since(t0);
   auto t1 = Clock::now();
-  if (auto e = S.inferReference())
+  // The spec's claims, checked at `layers:` checkpoints during the walk and on
+  // the outputs after it.
+  Claims claims(S, S.refValues, S.rankValues, S.obligations);
+  if (auto e = S.inferReference(claims))
     return std::move(e);
   st.inferSeconds = since(t1);
   auto t2 = Clock::now();
-  if (!S.solver.pastDeadline())
-    S.checkObligations();
-  if (auto e = S.checkOutputs())
-    return std::move(e);
-  S.decide();
-  if (S.result.verdict == Verdict::Unknown && S.solver.pastDeadline()) {
-    // The budget is why: say so first, with what it cut short.
-    const std::string budget = S.solver.budgetMessage();
-    auto byBudget = [&](const Failure &f) { return f.message.find(budget) != std::string::npos; };
-    if (std::none_of(S.result.failures.begin(), S.result.failures.end(), byBudget))
-      S.result.failures.push_back({Failure::SolverUnknown, budget + " before the check finished", "", "", "", "", {},
-                                   std::nullopt});
-    std::stable_partition(S.result.failures.begin(), S.result.failures.end(), byBudget);
-    S.result.reason = S.result.failures.front().message;
-  }
-  st.checkSeconds = since(t2);
-  if (opts.samples > 0 && S.result.verdict == Verdict::Verified)
-    S.sampleCheck();
-  solverStats(S.solver, st);
-  st.seconds = since(t0);
-  return std::move(S.result);
+  auto checked = OutputCheck(S, claims).run(S.obligations);
+  if (!checked)
+    return checked.takeError();
+  Result result = std::move(*checked);
+  result.stats.checkSeconds = since(t2);
+  if (opts.samples > 0 && result.verdict == Verdict::Verified)
+    result.sample = sampleOutputs(S, S.refValues, claims.sides());
+  solverStats(S.solver, result.stats);
+  result.stats.seconds = since(t0);
+  return result;
 }
 
 } // namespace shardproof::relation

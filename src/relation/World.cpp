@@ -1,5 +1,6 @@
 // Building the merged world of rank tensors: symbols, spec-bound inputs,
 // every rank's nodes, and the collectives that tie the ranks together.
+#include "RankSides.h"
 #include "Session.h"
 
 #include <map>
@@ -9,13 +10,6 @@ namespace shardproof::relation {
 
 using smt::Expr;
 using namespace ir;
-
-smt::Expr Session::bounds(const Shape &s, const char *prefix) {
-  std::vector<Expr> cs;
-  for (size_t d = 0; d < s.rank(); ++d)
-    cs.push_back(inRange(indexVar(prefix, static_cast<unsigned>(d)), Expr::intConst(0), s.dims[d]));
-  return smt::conj(cs);
-}
 
 std::vector<std::string> Session::symbolNames() const {
   std::set<std::string> names;
@@ -351,7 +345,8 @@ llvm::Error Session::bindInputs() {
       // x1 = slice(x@0, ...), x2 = slice(x@0, ...)).
       if (auto e = bindRelationLeaves(*pl.relation))
         return e;
-      auto rel = compileRelation(*pl.relation);
+      RankSides sides(ref, refValues, ranks, rankValues, obligations);
+      auto rel = sides.compileRelation(*pl.relation);
       if (!rel)
         return rel.takeError();
       rv.term = rel->first;
