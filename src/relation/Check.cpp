@@ -144,12 +144,16 @@ llvm::Error OutputCheck::checkOutputs() {
       return userError("spec output '" + name + "' is not an output of the reference model" +
                            didYouMean(name, refOutputs),
                        pl.loc);
+  // Size conditions of output relations (slice bounds, reshape counts) arrive
+  // after the obligations were decided and stay undecided, as before the
+  // output check was an object: deciding them is a change of its own.
+  std::vector<PendingObligation> undecided;
   for (int id : ref.outputs) {
     const std::string &name = ref.values[id].name;
     auto pl = placementOf(name);
     if (!pl)
       return pl.takeError();
-    auto res = claims.check(id, *pl);
+    auto res = claims.check(id, *pl, undecided);
     if (!res)
       return res.takeError();
     if (res->verdict == Verdict::Verified)

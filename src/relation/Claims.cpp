@@ -29,7 +29,8 @@ static std::vector<std::string> outputProducers(const std::vector<ir::Graph> &ra
 // One claim of the spec about a reference tensor (an output, or a `layers:`
 // checkpoint): proven, refuted with a numeric witness, or unknown. Failures go
 // to the result.
-llvm::Expected<OutputResult> Claims::check(int id, const spec::Placement &pl) {
+llvm::Expected<OutputResult> Claims::check(int id, const spec::Placement &pl,
+                                          std::vector<PendingObligation> &raised) {
   const std::string &name = core.ref.values[id].name;
   OutputResult res;
   res.tensor = name;
@@ -44,7 +45,7 @@ llvm::Expected<OutputResult> Claims::check(int id, const spec::Placement &pl) {
     res.detail = v.unsupported.empty() ? "no element map for the reference output" : v.unsupported;
     return res;
   }
-  auto sides = this->sides().ofClaim(name, pl);
+  auto sides = this->sides(raised).ofClaim(name, pl);
   if (!sides) {
     auto taken = takeError(sides.takeError());
     if (taken.kind == ErrorKind::User)

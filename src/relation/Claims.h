@@ -17,15 +17,18 @@ namespace shardproof::relation {
 class Claims {
 public:
   /// Reads the values both sides computed (the reference's as the walk has
-  /// them so far); size conditions of the spec's relations go to `raised`.
+  /// them so far).
   Claims(CheckCore &core, const std::vector<ValueInfo> &refValues,
-         const std::vector<std::vector<ValueInfo>> &rankValues, std::vector<PendingObligation> &raised)
-      : core(core), refValues(refValues), rankValues(rankValues), raised(raised) {}
+         const std::vector<std::vector<ValueInfo>> &rankValues)
+      : core(core), refValues(refValues), rankValues(rankValues) {}
 
-  /// One claim about reference tensor `id`; its failures go to the result.
-  llvm::Expected<OutputResult> check(int id, const spec::Placement &pl);
+  /// One claim about reference tensor `id`; its failures go to the result,
+  /// the size conditions of a spec relation to `raised`.
+  llvm::Expected<OutputResult> check(int id, const spec::Placement &pl, std::vector<PendingObligation> &raised);
   /// The implementation side of claims over the ranks' tensors.
-  RankSides sides() const { return RankSides(core.ref, refValues, core.ranks, rankValues, raised); }
+  RankSides sides(std::vector<PendingObligation> &raised) const {
+    return RankSides(core.ref, refValues, core.ranks, rankValues, raised);
+  }
   /// Unfolds rank tensors into their definitions, one layer at a time, until
   /// `a` and `b` are proven equal (nullopt) or the unfolding stops (the
   /// difference left).
@@ -38,7 +41,6 @@ private:
   CheckCore &core;
   const std::vector<ValueInfo> &refValues;
   const std::vector<std::vector<ValueInfo>> &rankValues;
-  std::vector<PendingObligation> &raised;
   std::set<std::string> departsInRankOnlyModule;
 
   bool shapesAgree(OutputResult &res, int rank, const ir::Shape &impl, const ir::Shape &shape);

@@ -3,7 +3,7 @@
 // ranks run the user's module code, so names line up; a tensor every rank
 // computes (replicated, a partial sum, or a shard of it) is then proven like an
 // output claim instead of showing as NO RELATION.
-#include "Session.h"
+#include "Walk.h"
 
 #include <algorithm>
 #include <cmath>
@@ -30,53 +30,16 @@ constexpr unsigned kProposalSteps = 16;
 
 } // namespace
 
-std::optional<Term> Session::proposeByName(int id, Claims &claims) {
-  const std::string &name = ref.values[id].name;
+std::optional<Term> ReferenceWalk::proposeByName(int id) {
   const ValueInfo &v = refValues[id];
-  if (!v.term || !v.shape || solver.pastDeadline())
+  if (!v.term || !v.shape || core.solver.pastDeadline())
     return std::nullopt;
   const Shape &shape = *v.shape;
-  const int P = worldSize();
-  // Every rank must compute a tensor of this name with as many dims.
-  std::vector<const Shape *> shapes;
-  for (int r = 0; r < P; ++r) {
-    auto rid = ranks[r].find(name);
-    if (!rid || ranks[r].values[*rid].producer < 0)
-      return std::nullopt;
-    const ValueInfo &rv = rankValues[r][*rid];
-    if (!rv.term || !rv.shape || rv.shape->rank() != shape.rank())
-      return std::nullopt;
-    shapes.push_back(&*rv.shape);
-  }
-  // The axes where some rank's size differs from the reference's: none means
-  // replicated or partial; one means a shard of that axis; more, no proposal.
-  std::vector<int> differing;
-  for (size_t d = 0; d < shape.rank(); ++d)
-    for (int r = 0; r < P; ++r)
-      if (!sameSize(solver, shapes[r]->dims[d], shape.dims[d])) {
-        differing.push_back(static_cast<int>(d));
-        break;
-      }
-  std::vector<spec::Placement> candidates;
-  spec::Placement pl;
-  if (differing.empty()) {
-    pl.kind = spec::Placement::Kind::Replicated;
-    candidates.push_back(pl);
-    pl.kind = spec::Placement::Kind::Partial;
-    candidates.push_back(pl);
-  } else if (differing.size() == 1) {
-    Expr total = Expr::intConst(0);
-    for (int r = 0; r < P; ++r)
-      total = total + shapes[r]->dims[differing[0]];
-    if (!sameSize(solver, total, shape.dims[differing[0]]))
-      return std::nullopt;
-    pl.kind = spec::Placement::Kind::Shard;
-    pl.axis = differing[0];
-    candidates.push_back(pl);
-  }
-  Prover::Scope sc(prover, bounds(shape));
+  Prover &prover = core.prover;
+  const std::vector<spec::Placement> candidates = sameNamePlacements(id);
+  Prover::Scope sc(prover, CheckCore::bounds(shape));
   for (const auto &cand : candidates) {
-    auto sides = claims.sides().ofClaim(name, cand);
+    auto sides = claims.sides(raised).ofClaim(core.ref.values[id].name, cand);
     if (!sides) {
       llvm::consumeError(sides.takeError());
       continue;
@@ -107,13 +70,61 @@ std::optional<Term> Session::proposeByName(int id, Claims &claims) {
   return std::nullopt;
 }
 
-bool Session::differsOnNumbers(const Term &a, const Term &b, const Shape &shape) {
+// The placements the ranks' tensors named like reference tensor `id` could
+// have, from their sizes: replicated or partial when every axis has the
+// reference's size, a shard when one axis differs and adds up; else none.
+std::vector<spec::Placement> ReferenceWalk::sameNamePlacements(int id) {
+  const std::string &name = core.ref.values[id].name;
+  const Shape &shape = *refValues[id].shape;
+  smt::Solver &solver = core.solver;
+  const int P = core.worldSize();
+  // Every rank must compute a tensor of this name with as many dims.
+  std::vector<const Shape *> shapes;
+  for (int r = 0; r < P; ++r) {
+    auto rid = core.ranks[r].find(name);
+    if (!rid || core.ranks[r].values[*rid].producer < 0)
+      return {};
+    const ValueInfo &rv = rankValues[r][*rid];
+    if (!rv.term || !rv.shape || rv.shape->rank() != shape.rank())
+      return {};
+    shapes.push_back(&*rv.shape);
+  }
+  // The axes where some rank's size differs from the reference's: none means
+  // replicated or partial; one means a shard of that axis; more, no proposal.
+  std::vector<int> differing;
+  for (size_t d = 0; d < shape.rank(); ++d)
+    for (int r = 0; r < P; ++r)
+      if (!sameSize(solver, shapes[r]->dims[d], shape.dims[d])) {
+        differing.push_back(static_cast<int>(d));
+        break;
+      }
+  std::vector<spec::Placement> candidates;
+  spec::Placement pl;
+  if (differing.empty()) {
+    pl.kind = spec::Placement::Kind::Replicated;
+    candidates.push_back(pl);
+    pl.kind = spec::Placement::Kind::Partial;
+    candidates.push_back(pl);
+  } else if (differing.size() == 1) {
+    Expr total = Expr::intConst(0);
+    for (int r = 0; r < P; ++r)
+      total = total + shapes[r]->dims[differing[0]];
+    if (!sameSize(solver, total, shape.dims[differing[0]]))
+      return {};
+    pl.kind = spec::Placement::Kind::Shard;
+    pl.axis = differing[0];
+    candidates.push_back(pl);
+  }
+  return candidates;
+}
+
+bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &shape) {
   if (!smallestSizes) {
     smallestSizes.emplace();
-    smt::CheckResult r = solver.check("propose.sizes", Expr::boolConst(true));
+    smt::CheckResult r = core.solver.check("propose.sizes", Expr::boolConst(true));
     if (r.result == smt::Result::Sat) {
-      smt::Model m = solver.shrink("propose.sizes", Expr::boolConst(true), r.model, symbols);
-      for (auto &n : symbols)
+      smt::Model m = core.solver.shrink("propose.sizes", Expr::boolConst(true), r.model, core.symbols);
+      for (auto &n : core.symbols)
         if (auto v = m.get(n))
           (*smallestSizes)[n] = *v;
     }
@@ -130,7 +141,7 @@ bool Session::differsOnNumbers(const Term &a, const Term &b, const Shape &shape)
       return false;
     last.push_back(*v - 1);
   }
-  Replayer rp(classes, sizes);
+  Replayer rp(core.classes, sizes);
   rp.setBudget(200'000); // a probe, not a search: past this, no rejection
   std::vector<int64_t> first(last.size(), 0), mid = last;
   for (auto &x : mid)

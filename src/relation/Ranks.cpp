@@ -104,7 +104,7 @@ static llvm::Error checkCollectiveNode(const Node &n, int rank, size_t inputRank
   return llvm::Error::success();
 }
 
-static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &calls) {
+static llvm::Error buildCollective(Session &S, NodeEvaluator &nodes, const std::vector<const Node *> &calls) {
   int P = S.worldSize();
   const Node &n0 = *calls[0];
   std::string kind = collectiveKind(n0);
@@ -118,7 +118,7 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
   std::vector<Shape> shapes(P);
   for (int r = 0; r < P; ++r) {
     const Node &n = *calls[r];
-    if (auto e = S.evalNode(S.ranks[r], n, S.rankValues[r], r))
+    if (auto e = nodes.eval(S.ranks[r], n, S.rankValues[r], r, S.obligations))
       return e;
     if (n.inputs.empty() || n.inputs[0] < 0)
       return userError("rank " + std::to_string(r) + ": collective " + describe(n) + " has no input");
@@ -244,7 +244,7 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
   return llvm::Error::success();
 }
 
-llvm::Error Session::buildRanks() {
+llvm::Error Session::buildRanks(NodeEvaluator &nodes) {
   int P = worldSize();
   std::vector<size_t> at(P, 0);
   while (true) {
@@ -252,7 +252,7 @@ llvm::Error Session::buildRanks() {
       const Graph &g = ranks[r];
       while (at[r] < g.nodes.size() && !isCollective(g.nodes[at[r]])) {
         const Node &n = g.nodes[at[r]];
-        if (auto e = evalNode(g, n, rankValues[r], r))
+        if (auto e = nodes.eval(g, n, rankValues[r], r, obligations))
           return e;
         for (int o : n.outputs)
           internValue(*this, r, n, o);
@@ -282,7 +282,7 @@ llvm::Error Session::buildRanks() {
     std::vector<const Node *> calls;
     for (int r = 0; r < P; ++r)
       calls.push_back(&ranks[r].nodes[at[r]]);
-    if (auto e = buildCollective(*this, calls))
+    if (auto e = buildCollective(*this, nodes, calls))
       return e;
     for (int r = 0; r < P; ++r) {
       ++result.stats.rankNodes;

@@ -2,8 +2,8 @@
 // shared core (Core.h).
 #pragma once
 
-#include "Claims.h"
 #include "Core.h"
+#include "NodeEval.h"
 #include "MemoKeys.h"
 #include "Replayer.h"
 #include "Sources.h"
@@ -19,13 +19,12 @@
 
 namespace shardproof::relation {
 
-/// The phases not yet cut out as objects (input binding, the rank world, the
-/// reference walk), over the shared core.
+/// The phases not yet cut out as objects (input binding, the rank world), over
+/// the shared core.
 struct Session : CheckCore {
   std::vector<std::vector<ValueInfo>> rankValues;
   std::vector<ValueInfo> refValues;
   std::vector<PendingObligation> obligations;
-  std::set<std::string> reportedRankNodes; // rank nodes already reported as unsupported
   /// Index expression -> the same over pattern indices (i!d -> u!d), keyed by
   /// AST id; the entry holds the expression so the id stays its own.
   std::unordered_map<unsigned, std::pair<smt::Expr, smt::Expr>> iToU;
@@ -46,30 +45,10 @@ struct Session : CheckCore {
   llvm::Error bindInputs();
   llvm::Expected<std::vector<std::pair<std::string, spec::Placement>>>
   expandPatterns(const std::vector<std::string> &sources) const;
-  llvm::Error buildRanks();
-  // Infer.cpp
-  llvm::Error inferReference(Claims &claims);
-  Term coverMemoized(const Term &t, const ir::Shape &shape, unsigned &matches);
-  /// A read of a fresh leaf standing for reference tensor `id` (see
-  /// ClassInfo::abstractedReference), at the free indices i!0...
-  ir::Term abstractReference(int id);
-  // Propose.cpp
-  /// Reference tensor `id`'s term as the ranks' tensors of the same name
-  /// (replicated, partial or one shard axis), when that is proven.
-  std::optional<Term> proposeByName(int id, Claims &claims);
-  /// Whether `a` and `b` (element terms of a tensor of `shape`) differ on
-  /// numbers at the smallest admissible sizes, at a few elements.
-  bool differsOnNumbers(const Term &a, const Term &b, const ir::Shape &shape);
-  /// The smallest admissible sizes (computed once; empty if none).
-  std::optional<std::map<std::string, int64_t>> smallestSizes;
+  // Ranks.cpp
+  llvm::Error buildRanks(NodeEvaluator &nodes);
 
   // Shared helpers
-  std::optional<ir::OpInputs> gatherInputs(const ir::Graph &g, const ir::Node &n,
-                                           const std::vector<ValueInfo> &values, std::string &why) {
-    return ops.gather(g, n, values, why);
-  }
-  /// Evaluates one node with the op table; fills `values` for its outputs.
-  llvm::Error evalNode(const ir::Graph &g, const ir::Node &n, std::vector<ValueInfo> &values, int rank);
   void boundValues(ClassId c, const spec::Placement &pl);
   static std::optional<ir::IntTensor> exactValues(const ir::Shape &s, const spec::Placement &pl);
   llvm::Error bindRelationLeaves(const spec::RelExpr &e);
@@ -78,10 +57,7 @@ struct Session : CheckCore {
   /// A leaf class for input `name` of this shape, shared by every rank, with
   /// the spec's value range or binding: the term every rank reads it by.
   Term boundLeaf(const std::string &name, const ir::Shape &shape, const spec::Placement &pl);
-  Term exposeMask(const Term &t) const;
-  Term shapeValueTerm(const ir::IntTensor &v, const ir::IndexVec &idx, int level);
   llvm::Error bindRankOnlyValue(const std::string &name, const spec::Placement &pl);
-  ValueInfo constantValue(const std::string &name, const std::shared_ptr<const ir::TensorData> &data);
   std::optional<smt::Expr> indexValue(const ClassTable &table, const Term &t) const { return ints.indexValue(table, t); }
   std::optional<smt::Expr> constantCondition(const ClassTable &table, const Term &t) const {
     return ints.constantCondition(table, t);

@@ -64,59 +64,6 @@ std::optional<IntTensor> Session::exactValues(const Shape &s, const spec::Placem
   return t;
 }
 
-// Shape arithmetic used as data (arange(n) < x.shape[1]): the element term of
-// a small integer tensor known symbolically. A constant is a number; a value
-// that is >= 0 at every admissible size (a size) is sum(k in [0, E): 1), the
-// index-valued form Range uses; anything else has no term (nullptr).
-Term Session::shapeValueTerm(const IntTensor &v, const IndexVec &idx, int level) {
-  if (idx.size() != v.dims.size())
-    return nullptr;
-  auto elem = [&](const Expr &e) -> Term {
-    Expr x = e.simplify();
-    if (auto c = x.asInt())
-      return mkConst(static_cast<double>(*c));
-    if (!knownNonNegative(x)) {
-      if (!prover.implies(x >= Expr::intConst(0), "shape.value.nonnegative"))
-        return nullptr;
-      ints.provenNonNegative.push_back(x);
-    }
-    return mkSum(level, Expr::intConst(0), x, mkConst(1));
-  };
-  // Select chain over the flat position of idx.
-  Expr flat = Expr::intConst(0);
-  for (size_t d = 0; d < idx.size(); ++d)
-    flat = flat * Expr::intConst(v.dims[d]) + idx[d];
-  Term t;
-  for (size_t f = v.size(); f-- > 0;) {
-    Term e = elem(v.vals[f]);
-    if (!e)
-      return nullptr;
-    t = t ? mkSelect(flat == Expr::intConst(static_cast<int64_t>(f)), e, t) : e;
-  }
-  return t;
-}
-
-// A read of a masked tensor (a softmax whose masked columns are exp(-inf) = 0,
-// a product with a 0/1 mask) shows its mask to the reader: c[idx] ? k : t[idx]
-// where the class is the constant k on condition c. A sum over the sequence
-// reading it then splits where the mask switches, so pad rows that are zero
-// by the mask drop out of a padded reduction (masked pooling, attention times
-// V), exactly, not by value.
-Term Session::exposeMask(const Term &t) const {
-  if (!t || t->kind != TermKind::Read)
-    return t;
-  const ClassInfo &ci = classes[t->cls];
-  if (ci.kind != ClassInfo::Compute || !ci.def || ci.def->kind != TermKind::Select)
-    return t;
-  const Term &d = ci.def;
-  int constBranch = d->args[0]->kind == TermKind::Const ? 0 : d->args[1]->kind == TermKind::Const ? 1 : -1;
-  if (constBranch < 0 || d->cond.hasApp())
-    return t;
-  IndexVec uv = indexVars("u", static_cast<unsigned>(ci.shape.rank()));
-  Expr cond = d->cond.substitute({uv.begin(), uv.end()}, {t->idx.begin(), t->idx.end()});
-  return constBranch == 0 ? mkSelect(cond, d->args[0], t) : mkSelect(cond, t, d->args[1]);
-}
-
 // The element term of a value-bound leaf. `value: E` with E >= 0 at every
 // admissible size is sum(k in [0, E): 1), the same term a ReduceMean over E
 // elements divides by and a Range index is made of, so `x.sum() / seq_len`

@@ -3,6 +3,7 @@
 #include "Claims.h"
 #include "Sample.h"
 #include "Session.h"
+#include "Walk.h"
 
 #include <algorithm>
 #include <chrono>
@@ -89,15 +90,18 @@ llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph>
     return std::move(e);
   if (auto e = S.bindInputs())
     return std::move(e);
-  if (auto e = S.buildRanks())
+  NodeEvaluator nodes(S);
+  if (auto e = S.buildRanks(nodes))
     return std::move(e);
   st.worldSeconds = since(t0);
   auto t1 = Clock::now();
   // The spec's claims, checked at `layers:` checkpoints during the walk and on
   // the outputs after it.
-  Claims claims(S, S.refValues, S.rankValues, S.obligations);
-  if (auto e = S.inferReference(claims))
-    return std::move(e);
+  Claims claims(S, S.refValues, S.rankValues);
+  auto walked = ReferenceWalk(S, nodes, claims, S.refValues, S.rankValues).run();
+  if (!walked)
+    return walked.takeError();
+  S.obligations.insert(S.obligations.end(), walked->begin(), walked->end());
   st.inferSeconds = since(t1);
   auto t2 = Clock::now();
   auto checked = OutputCheck(S, claims).run(S.obligations);
@@ -105,8 +109,10 @@ llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph>
     return checked.takeError();
   Result result = std::move(*checked);
   result.stats.checkSeconds = since(t2);
-  if (opts.samples > 0 && result.verdict == Verdict::Verified)
-    result.sample = sampleOutputs(S, S.refValues, claims.sides());
+  if (opts.samples > 0 && result.verdict == Verdict::Verified) {
+    std::vector<PendingObligation> unused; // --sample decides nothing
+    result.sample = sampleOutputs(S, S.refValues, claims.sides(unused));
+  }
   solverStats(S.solver, result.stats);
   result.stats.seconds = since(t0);
   return result;

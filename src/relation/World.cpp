@@ -1,5 +1,6 @@
 // Building the merged world of rank tensors: symbols, spec-bound inputs,
 // every rank's nodes, and the collectives that tie the ranks together.
+#include "NodeEval.h"
 #include "RankSides.h"
 #include "Session.h"
 
@@ -66,35 +67,6 @@ llvm::Error Session::setupSymbols() {
                                "", "", "", "", {}, std::nullopt});
   return llvm::Error::success();
 }
-
-
-ValueInfo Session::constantValue(const std::string &name, const std::shared_ptr<const TensorData> &data) {
-  ValueInfo v;
-  v.data = data;
-  v.dtype = data->dtype;
-  Shape s;
-  for (auto d : data->dims)
-    s.dims.push_back(Expr::intConst(d));
-  v.shape = s;
-  if (!isFloating(data->dtype)) {
-    IntTensor it;
-    it.dims = data->dims;
-    for (auto x : data->ints)
-      it.vals.push_back(Expr::intConst(x));
-    v.value = it;
-  }
-  if (data->numElements() == 1) {
-    v.term = mkConst(data->at(0));
-  } else {
-    std::vector<double> vals;
-    for (int64_t i = 0; i < data->numElements(); ++i)
-      vals.push_back(data->at(i));
-    ClassId c = classes.constant("const:" + name, data->dims, vals);
-    v.term = mkRead(c, indexVars("i", static_cast<unsigned>(data->dims.size())));
-  }
-  return v;
-}
-
 
 
 static std::string shardSizeName(const std::string &tensor, int r) { return tensor + "@" + std::to_string(r); }
@@ -367,14 +339,14 @@ llvm::Error Session::bindInputs() {
                        spec.referenceLoc);
   for (int id : ref.initializers)
     if (!bound.count(ref.values[id].name))
-      refValues[id] = constantValue(ref.values[id].name, ref.values[id].init);
+      refValues[id] = constantValue(classes, ref.values[id].name, ref.values[id].init);
 
   // Rank sources not bound by the spec: constants, or free per-rank inputs.
   for (int r = 0; r < P; ++r) {
     const Graph &g = ranks[r];
     for (int id : g.initializers)
       if (!rankValues[r][id].term)
-        rankValues[r][id] = constantValue(g.values[id].name, g.values[id].init);
+        rankValues[r][id] = constantValue(classes, g.values[id].name, g.values[id].init);
     for (int id : g.inputs) {
       if (rankValues[r][id].term)
         continue;
