@@ -4,6 +4,7 @@
 #include "Sources.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -229,25 +230,21 @@ void OutputCheck::demoteProvenBranches() {
         if (in >= 0)
           reaches[in] = 1;
   }
-  std::vector<Failure> keep;
-  for (auto &f : result.failures) {
-    auto id = f.kind == Failure::NoRelation ? ref.find(f.tensor) : std::nullopt;
-    if (id && !reaches[*id])
-      result.notes.push_back(f.message + " (every output it feeds is proven)");
-    else
-      keep.push_back(f);
-  }
-  result.failures = keep;
+  moveToNotes(
+      [&](const Failure &f) {
+        auto id = f.kind == Failure::NoRelation ? ref.find(f.tensor) : std::nullopt;
+        return id && !reaches[*id];
+      },
+      " (every output it feeds is proven)");
 }
 
-// Every output is proven: a reference node without a rank counterpart was
-// only a different decomposition, not a bug.
-void OutputCheck::notesForUnneededRelations() {
+// The failures `isNote` picks become notes, their message followed by `why`.
+void OutputCheck::moveToNotes(const std::function<bool(const Failure &)> &isNote, const std::string &why) {
   Result &result = core.result;
   std::vector<Failure> keep;
   for (auto &f : result.failures)
-    if (f.kind == Failure::NoRelation)
-      result.notes.push_back(f.message + " (outputs proven regardless)");
+    if (isNote(f))
+      result.notes.push_back(f.message + why);
     else
       keep.push_back(f);
   result.failures = keep;
@@ -273,7 +270,9 @@ void OutputCheck::decide() {
     result.verdict = Verdict::Unknown;
   } else {
     result.verdict = Verdict::Verified;
-    notesForUnneededRelations();
+    // Every output is proven: a reference node without a rank counterpart was
+    // only a different decomposition, not a bug.
+    moveToNotes([](const Failure &f) { return f.kind == Failure::NoRelation; }, " (outputs proven regardless)");
   }
   orderFailures();
   if (result.verdict == Verdict::Verified) {

@@ -7,6 +7,8 @@
 #include "Claims.h"
 #include "Core.h"
 
+#include <functional>
+#include <string>
 #include <vector>
 
 namespace shardproof::relation {
@@ -31,7 +33,7 @@ private:
   void labelProvenOutput(const std::string &name, const spec::Placement &pl);
   void decide();
   void demoteProvenBranches();
-  void notesForUnneededRelations();
+  void moveToNotes(const std::function<bool(const Failure &)> &isNote, const std::string &why);
   void orderFailures();
   void blameTheBudget();
 };

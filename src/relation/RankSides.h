@@ -38,6 +38,13 @@ private:
 
   int worldSize() const { return static_cast<int>(ranks.size()); }
   llvm::Expected<std::pair<Term, ir::Shape>> rankTensor(const spec::RelExpr &e);
+  // One function of the relation language each, over its compiled arguments.
+  using Args = std::vector<std::pair<Term, ir::Shape>>;
+  llvm::Expected<std::pair<Term, ir::Shape>> sumOf(const spec::RelExpr &e, const Args &args);
+  llvm::Expected<std::pair<Term, ir::Shape>> concatOf(const spec::RelExpr &e, const Args &args);
+  llvm::Expected<std::pair<Term, ir::Shape>> sliceOrPad(const spec::RelExpr &e, const Args &args);
+  llvm::Expected<std::pair<Term, ir::Shape>> transposeOf(const spec::RelExpr &e, const Args &args);
+  llvm::Expected<std::pair<Term, ir::Shape>> reshapeOf(const spec::RelExpr &e, const Args &args);
 };
 
 /// The length the shards of an axis of length n add up to (padded or n).

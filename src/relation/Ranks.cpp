@@ -1,6 +1,6 @@
 // The rank graphs, walked in lock-step so that each collective sees the
 // matching call on every rank; computed tensors become hash-consed classes.
-#include "Session.h"
+#include "RankWorld.h"
 
 #include <llvm/ADT/StringExtras.h>
 
@@ -35,7 +35,7 @@ static std::string collectiveKind(const Node &n) {
 // rank's row per token: a select on the token id; reduce-scattered under
 // sequence parallelism, each rank's chunk of it), so the reference's lookup
 // can be matched to it and the layers after it start from one class.
-static void internValue(Session &S, int r, const Node &n, int out, bool evenIfPure = false) {
+static void internValue(RankWorld &S, int r, const Node &n, int out, bool evenIfPure = false) {
   ValueInfo &v = S.rankValues[r][out];
   if (!v.term || (isPure(v.term) && !(evenIfPure && v.term->kind == TermKind::Select)))
     return; // views stay as index remaps of their inputs
@@ -104,7 +104,7 @@ static llvm::Error checkCollectiveNode(const Node &n, int rank, size_t inputRank
   return llvm::Error::success();
 }
 
-static llvm::Error buildCollective(Session &S, NodeEvaluator &nodes, const std::vector<const Node *> &calls) {
+static llvm::Error buildCollective(RankWorld &S, const std::vector<const Node *> &calls) {
   int P = S.worldSize();
   const Node &n0 = *calls[0];
   std::string kind = collectiveKind(n0);
@@ -118,7 +118,7 @@ static llvm::Error buildCollective(Session &S, NodeEvaluator &nodes, const std::
   std::vector<Shape> shapes(P);
   for (int r = 0; r < P; ++r) {
     const Node &n = *calls[r];
-    if (auto e = nodes.eval(S.ranks[r], n, S.rankValues[r], r, S.obligations))
+    if (auto e = S.nodes.eval(S.ranks[r], n, S.rankValues[r], r, S.obligations))
       return e;
     if (n.inputs.empty() || n.inputs[0] < 0)
       return userError("rank " + std::to_string(r) + ": collective " + describe(n) + " has no input");
@@ -162,7 +162,7 @@ static llvm::Error buildCollective(Session &S, NodeEvaluator &nodes, const std::
     }
     for (int r = 0; r < P; ++r) {
       int out = calls[r]->outputs[0];
-      Prover::Scope sc(S.prover, Session::bounds(s0));
+      Prover::Scope sc(S.prover, CheckCore::bounds(s0));
       S.rankValues[r][out].term = S.prover.normalize(t, 0);
       S.rankValues[r][out].shape = s0;
       internValue(S, r, *calls[r], out, /*evenIfPure=*/true);
@@ -181,7 +181,7 @@ static llvm::Error buildCollective(Session &S, NodeEvaluator &nodes, const std::
     os.dims[axis] = total;
     for (int r = 0; r < P; ++r) {
       int out = calls[r]->outputs[0];
-      Prover::Scope sc(S.prover, Session::bounds(os));
+      Prover::Scope sc(S.prover, CheckCore::bounds(os));
       S.rankValues[r][out].term = S.prover.normalize(t, 0);
       S.rankValues[r][out].shape = os;
     }
@@ -203,7 +203,7 @@ static llvm::Error buildCollective(Session &S, NodeEvaluator &nodes, const std::
       for (int q = 0; q < P; ++q)
         t = t ? mkAdd({t, readRank(q, src)}) : readRank(q, src);
       int out = calls[r]->outputs[0];
-      Prover::Scope sc(S.prover, Session::bounds(os));
+      Prover::Scope sc(S.prover, CheckCore::bounds(os));
       S.rankValues[r][out].term = S.prover.normalize(t, 0);
       S.rankValues[r][out].shape = os;
       internValue(S, r, *calls[r], out, /*evenIfPure=*/true);
@@ -232,7 +232,7 @@ static llvm::Error buildCollective(Session &S, NodeEvaluator &nodes, const std::
         t = t ? mkSelect(iv[cat] < piece * (q + 1), x, t) : x;
       }
       int out = calls[r]->outputs[0];
-      Prover::Scope sc(S.prover, Session::bounds(os));
+      Prover::Scope sc(S.prover, CheckCore::bounds(os));
       S.rankValues[r][out].term = S.prover.normalize(t, 0);
       S.rankValues[r][out].shape = os;
     }
@@ -244,7 +244,7 @@ static llvm::Error buildCollective(Session &S, NodeEvaluator &nodes, const std::
   return llvm::Error::success();
 }
 
-llvm::Error Session::buildRanks(NodeEvaluator &nodes) {
+llvm::Expected<std::vector<PendingObligation>> RankWorld::build() {
   int P = worldSize();
   std::vector<size_t> at(P, 0);
   while (true) {
@@ -253,16 +253,16 @@ llvm::Error Session::buildRanks(NodeEvaluator &nodes) {
       while (at[r] < g.nodes.size() && !isCollective(g.nodes[at[r]])) {
         const Node &n = g.nodes[at[r]];
         if (auto e = nodes.eval(g, n, rankValues[r], r, obligations))
-          return e;
+          return std::move(e);
         for (int o : n.outputs)
           internValue(*this, r, n, o);
-        ++result.stats.rankNodes;
+        ++core.result.stats.rankNodes;
         ++at[r];
-        if (opts.progress && (result.stats.rankNodes & 255) == 0) {
+        if (core.opts.progress && (core.result.stats.rankNodes & 255) == 0) {
           size_t total = 0;
           for (auto &rg : ranks)
             total += rg.nodes.size();
-          opts.progress("world", result.stats.rankNodes, total);
+          core.opts.progress("world", core.result.stats.rankNodes, total);
         }
       }
     }
@@ -282,15 +282,15 @@ llvm::Error Session::buildRanks(NodeEvaluator &nodes) {
     std::vector<const Node *> calls;
     for (int r = 0; r < P; ++r)
       calls.push_back(&ranks[r].nodes[at[r]]);
-    if (auto e = buildCollective(*this, nodes, calls))
-      return e;
+    if (auto e = buildCollective(*this, calls))
+      return std::move(e);
     for (int r = 0; r < P; ++r) {
-      ++result.stats.rankNodes;
+      ++core.result.stats.rankNodes;
       ++at[r];
     }
   }
-  result.stats.classes = static_cast<unsigned>(classes.size());
-  return llvm::Error::success();
+  core.result.stats.classes = static_cast<unsigned>(classes.size());
+  return std::move(obligations);
 }
 
 } // namespace shardproof::relation

@@ -45,7 +45,7 @@ llvm::Expected<std::pair<Term, Shape>> RankSides::rankTensor(const spec::RelExpr
 llvm::Expected<std::pair<Term, Shape>> RankSides::compileRelation(const spec::RelExpr &e) {
   if (e.kind == spec::RelExpr::Kind::Tensor)
     return rankTensor(e);
-  std::vector<std::pair<Term, Shape>> args;
+  Args args;
   for (auto &a : e.args) {
     auto c = compileRelation(a);
     if (!c)
@@ -54,102 +54,123 @@ llvm::Expected<std::pair<Term, Shape>> RankSides::compileRelation(const spec::Re
   }
   if (args.empty())
     return userError(e.fn + "(...) needs at least one tensor", e.loc);
+  if (e.fn == "sum")
+    return sumOf(e, args);
+  if (e.fn == "concat")
+    return concatOf(e, args);
+  if (e.fn == "slice" || e.fn == "pad")
+    return sliceOrPad(e, args);
+  if (e.fn == "transpose")
+    return transposeOf(e, args);
+  if (e.fn == "reshape")
+    return reshapeOf(e, args);
+  return userError("unknown relation function '" + e.fn + "'", e.loc);
+}
+
+// The constant `axis=` of `e`, inside the rank of its first tensor.
+static llvm::Expected<int64_t> axisKw(const spec::RelExpr &e, const Shape &s0) {
+  auto a = constKw(e, "axis");
+  if (!a)
+    return a.takeError();
+  int64_t r = static_cast<int64_t>(s0.rank());
+  if (*a < -r || *a >= r)
+    return userError("axis " + std::to_string(*a) + " out of range for rank " + std::to_string(r), e.loc);
+  return *a < 0 ? *a + r : *a;
+}
+
+llvm::Expected<std::pair<Term, Shape>> RankSides::sumOf(const spec::RelExpr &e, const Args &args) {
+  const Shape &s0 = args[0].second;
+  std::vector<Term> ts;
+  for (auto &a : args) {
+    if (a.second.rank() != s0.rank())
+      return userError("sum(...) of tensors of different rank", e.loc);
+    ts.push_back(a.first);
+  }
+  return std::make_pair(mkAdd(ts), s0);
+}
+
+llvm::Expected<std::pair<Term, Shape>> RankSides::concatOf(const spec::RelExpr &e, const Args &args) {
   const Shape &s0 = args[0].second;
   IndexVec iv = indexVars("i", static_cast<unsigned>(s0.rank()));
-  auto axisOf = [&](int64_t a) -> llvm::Expected<int64_t> {
-    int64_t r = static_cast<int64_t>(s0.rank());
-    if (a < -r || a >= r)
-      return userError("axis " + std::to_string(a) + " out of range for rank " + std::to_string(r), e.loc);
-    return a < 0 ? a + r : a;
-  };
-  if (e.fn == "sum") {
-    std::vector<Term> ts;
-    for (auto &a : args) {
-      if (a.second.rank() != s0.rank())
-        return userError("sum(...) of tensors of different rank", e.loc);
-      ts.push_back(a.first);
-    }
-    return std::make_pair(mkAdd(ts), s0);
-  }
-  if (e.fn == "concat") {
-    auto ax0 = constKw(e, "axis");
-    if (!ax0)
-      return ax0.takeError();
-    auto ax = axisOf(*ax0);
-    if (!ax)
-      return ax.takeError();
-    auto [t, total] = concatAlong(
-        args.size(), *ax, iv, [&](size_t i) { return args[i].second.dims[*ax]; },
-        [&](size_t i, const IndexVec &src) { return instantiate(args[i].first, iv, src, 0); });
-    Shape s = s0;
-    s.dims[*ax] = total;
-    return std::make_pair(t, s);
-  }
-  if (e.fn == "slice" || e.fn == "pad") {
-    auto ax0 = constKw(e, "axis");
-    if (!ax0)
-      return ax0.takeError();
-    auto ax = axisOf(*ax0);
-    if (!ax)
-      return ax.takeError();
-    auto a = exprKw(e, e.fn == "slice" ? "start" : "before");
-    auto b = exprKw(e, e.fn == "slice" ? "end" : "after");
-    if (!a)
-      return a.takeError();
-    if (!b)
-      return b.takeError();
-    Shape s = s0;
-    IndexVec src = iv;
-    if (e.fn == "slice") {
-      src[*ax] = iv[*ax] + *a;
-      s.dims[*ax] = (*b - *a).simplify();
-      raised.push_back({{"slice(...) in the spec stays inside its tensor: 0 <= start <= end <= size",
-                         Expr::intConst(0) <= *a && *a <= *b && *b <= s0.dims[*ax]},
-                        -1, "", ""});
-      return std::make_pair(instantiate(args[0].first, iv, src, 0), s);
-    }
-    src[*ax] = iv[*ax] - *a;
-    s.dims[*ax] = (s0.dims[*ax] + *a + *b).simplify();
-    Term inside = instantiate(args[0].first, iv, src, 0);
-    return std::make_pair(mkSelect(inRange(iv[*ax], *a, *a + s0.dims[*ax]), inside, mkConst(0)), s);
-  }
-  if (e.fn == "transpose") {
-    const auto *kw = e.kwarg("perm");
-    if (!kw || kw->values.size() != s0.rank())
-      return userError("transpose(...) needs perm=[...] with one entry per dim", e.loc);
-    IndexVec src(s0.rank());
-    Shape s;
-    for (size_t d = 0; d < s0.rank(); ++d) {
-      auto p = kw->values[d].simplify().asInt();
-      if (!p || *p < 0 || *p >= static_cast<int64_t>(s0.rank()))
-        return userError("transpose perm entries must be constant dims", kw->loc);
-      src[*p] = iv[d];
-      s.dims.push_back(s0.dims[*p]);
-    }
+  auto ax = axisKw(e, s0);
+  if (!ax)
+    return ax.takeError();
+  auto [t, total] = concatAlong(
+      args.size(), *ax, iv, [&](size_t i) { return args[i].second.dims[*ax]; },
+      [&](size_t i, const IndexVec &src) { return instantiate(args[i].first, iv, src, 0); });
+  Shape s = s0;
+  s.dims[*ax] = total;
+  return std::make_pair(t, s);
+}
+
+llvm::Expected<std::pair<Term, Shape>> RankSides::sliceOrPad(const spec::RelExpr &e, const Args &args) {
+  const Shape &s0 = args[0].second;
+  IndexVec iv = indexVars("i", static_cast<unsigned>(s0.rank()));
+  auto ax = axisKw(e, s0);
+  if (!ax)
+    return ax.takeError();
+  auto a = exprKw(e, e.fn == "slice" ? "start" : "before");
+  auto b = exprKw(e, e.fn == "slice" ? "end" : "after");
+  if (!a)
+    return a.takeError();
+  if (!b)
+    return b.takeError();
+  Shape s = s0;
+  IndexVec src = iv;
+  if (e.fn == "slice") {
+    src[*ax] = iv[*ax] + *a;
+    s.dims[*ax] = (*b - *a).simplify();
+    raised.push_back({{"slice(...) in the spec stays inside its tensor: 0 <= start <= end <= size",
+                       Expr::intConst(0) <= *a && *a <= *b && *b <= s0.dims[*ax]},
+                      -1, "", ""});
     return std::make_pair(instantiate(args[0].first, iv, src, 0), s);
   }
-  if (e.fn == "reshape") {
-    const auto *kw = e.kwarg("shape");
-    if (!kw || kw->values.empty())
-      return userError("reshape(...) needs shape=[...]", e.loc);
-    Shape s;
-    for (auto &v : kw->values)
-      s.dims.push_back(v.simplify());
-    IndexVec ov = indexVars("i", static_cast<unsigned>(s.rank()));
-    Expr flat = Expr::intConst(0), total = Expr::intConst(1), stotal = Expr::intConst(1);
-    for (size_t d = 0; d < s.rank(); ++d) {
-      flat = flat * s.dims[d] + ov[d];
-      total = total * s.dims[d];
-    }
-    IndexVec src(s0.rank());
-    for (size_t d = s0.rank(); d-- > 0;) {
-      src[d] = d == 0 ? floorDiv(flat, stotal) : mod(floorDiv(flat, stotal), s0.dims[d]);
-      stotal = stotal * s0.dims[d];
-    }
-    raised.push_back({{"reshape(...) in the spec keeps the element count", total == stotal}, -1, "", ""});
-    return std::make_pair(instantiate(args[0].first, iv, src, 0), s);
+  src[*ax] = iv[*ax] - *a;
+  s.dims[*ax] = (s0.dims[*ax] + *a + *b).simplify();
+  Term inside = instantiate(args[0].first, iv, src, 0);
+  return std::make_pair(mkSelect(inRange(iv[*ax], *a, *a + s0.dims[*ax]), inside, mkConst(0)), s);
+}
+
+llvm::Expected<std::pair<Term, Shape>> RankSides::transposeOf(const spec::RelExpr &e, const Args &args) {
+  const Shape &s0 = args[0].second;
+  IndexVec iv = indexVars("i", static_cast<unsigned>(s0.rank()));
+  const auto *kw = e.kwarg("perm");
+  if (!kw || kw->values.size() != s0.rank())
+    return userError("transpose(...) needs perm=[...] with one entry per dim", e.loc);
+  IndexVec src(s0.rank());
+  Shape s;
+  for (size_t d = 0; d < s0.rank(); ++d) {
+    auto p = kw->values[d].simplify().asInt();
+    if (!p || *p < 0 || *p >= static_cast<int64_t>(s0.rank()))
+      return userError("transpose perm entries must be constant dims", kw->loc);
+    src[*p] = iv[d];
+    s.dims.push_back(s0.dims[*p]);
   }
-  return userError("unknown relation function '" + e.fn + "'", e.loc);
+  return std::make_pair(instantiate(args[0].first, iv, src, 0), s);
+}
+
+llvm::Expected<std::pair<Term, Shape>> RankSides::reshapeOf(const spec::RelExpr &e, const Args &args) {
+  const Shape &s0 = args[0].second;
+  IndexVec iv = indexVars("i", static_cast<unsigned>(s0.rank()));
+  const auto *kw = e.kwarg("shape");
+  if (!kw || kw->values.empty())
+    return userError("reshape(...) needs shape=[...]", e.loc);
+  Shape s;
+  for (auto &v : kw->values)
+    s.dims.push_back(v.simplify());
+  IndexVec ov = indexVars("i", static_cast<unsigned>(s.rank()));
+  Expr flat = Expr::intConst(0), total = Expr::intConst(1), stotal = Expr::intConst(1);
+  for (size_t d = 0; d < s.rank(); ++d) {
+    flat = flat * s.dims[d] + ov[d];
+    total = total * s.dims[d];
+  }
+  IndexVec src(s0.rank());
+  for (size_t d = s0.rank(); d-- > 0;) {
+    src[d] = d == 0 ? floorDiv(flat, stotal) : mod(floorDiv(flat, stotal), s0.dims[d]);
+    stotal = stotal * s0.dims[d];
+  }
+  raised.push_back({{"reshape(...) in the spec keeps the element count", total == stotal}, -1, "", ""});
+  return std::make_pair(instantiate(args[0].first, iv, src, 0), s);
 }
 
 // Element term of the implementation side of an output for one placement.

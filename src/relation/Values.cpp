@@ -1,7 +1,7 @@
 // Integer values the spec binds (`values`, `value`, `fill`, `each`): bounded
 // leaves, sizes passed as data to the ranks (seq_len, lengths), their element
 // terms, and the masks built from them as seen by the tensors that read them.
-#include "Session.h"
+#include "Bind.h"
 
 namespace shardproof::relation {
 
@@ -12,7 +12,7 @@ using namespace ir;
 // An integer input with a spec `values` range: its elements are the
 // uninterpreted function valueFunction(c) of the index, bounded everywhere in
 // the tensor (a quantified background fact; Z3 instantiates it per lookup).
-void Session::boundValues(ClassId c, const spec::Placement &pl) {
+void InputBinding::boundValues(ClassId c, const spec::Placement &pl) {
   if (!pl.values)
     return;
   ClassInfo &ci = classes[c];
@@ -35,7 +35,7 @@ void Session::boundValues(ClassId c, const spec::Placement &pl) {
   std::vector<Expr> inside;
   for (size_t d = 0; d < ci.shape.rank(); ++d)
     inside.push_back(inRange(q[d], Expr::intConst(0), ci.shape.dims[d]));
-  Expr v = Expr::app(valueFunction(c), {q.begin(), q.end()});
+  Expr v = Expr::app(ints.valueFunction(c), {q.begin(), q.end()});
   solver.assume(Expr::forall({q.begin(), q.end()},
                              smt::implies(smt::conj(inside), pl.values->first <= v && v <= pl.values->second)));
   result.notes.push_back("values of '" + ci.label + "' assumed in [" + pl.values->first.str() + ", " +
@@ -44,7 +44,7 @@ void Session::boundValues(ClassId c, const spec::Placement &pl) {
 
 // `value: E` / `fill: E` on a small tensor of known size: its elements as
 // shape arithmetic, so a Slice end or a Range limit read from it is E.
-std::optional<IntTensor> Session::exactValues(const Shape &s, const spec::Placement &pl) {
+std::optional<IntTensor> InputBinding::exactValues(const Shape &s, const spec::Placement &pl) {
   if (!pl.exactValue || !pl.values)
     return std::nullopt;
   IntTensor t;
@@ -68,7 +68,7 @@ std::optional<IntTensor> Session::exactValues(const Shape &s, const spec::Placem
 // admissible size is sum(k in [0, E): 1), the same term a ReduceMean over E
 // elements divides by and a Range index is made of, so `x.sum() / seq_len`
 // meets the reference's mean; otherwise a read of the leaf.
-Term Session::valueTerm(ClassId c, const spec::Placement &pl) {
+Term InputBinding::valueTerm(ClassId c, const spec::Placement &pl) {
   Term read = mkRead(c, indexVars("i", static_cast<unsigned>(classes[c].shape.rank())));
   if (!pl.exactValue || !pl.values)
     return read;
@@ -83,7 +83,7 @@ Term Session::valueTerm(ClassId c, const spec::Placement &pl) {
 
 // A value-bound input the reference does not have (a length the padded ranks
 // receive as data): one leaf shared by every rank, with the bound values.
-llvm::Error Session::bindRankOnlyValue(const std::string &name, const spec::Placement &pl) {
+llvm::Error InputBinding::bindRankOnlyValue(const std::string &name, const spec::Placement &pl) {
   int P = worldSize();
   std::optional<Shape> shape0;
   std::vector<int> ids(P);
@@ -130,7 +130,7 @@ llvm::Error Session::bindRankOnlyValue(const std::string &name, const spec::Plac
 
 // `elements: [...]` lists every element of a 1-D tensor: its length must be
 // that count at every admissible size (an input error otherwise).
-llvm::Error Session::checkElementCount(const std::string &name, const Shape &shape, const spec::Placement &pl) {
+llvm::Error InputBinding::checkElementCount(const std::string &name, const Shape &shape, const spec::Placement &pl) {
   if (pl.elements.empty())
     return llvm::Error::success();
   auto n = shape.rank() == 1 ? shape.dims[0].simplify().asInt() : std::nullopt;
@@ -142,7 +142,7 @@ llvm::Error Session::checkElementCount(const std::string &name, const Shape &sha
   return llvm::Error::success();
 }
 
-Term Session::boundLeaf(const std::string &name, const Shape &shape, const spec::Placement &pl) {
+Term InputBinding::boundLeaf(const std::string &name, const Shape &shape, const spec::Placement &pl) {
   ClassInfo ci;
   ci.kind = ClassInfo::Leaf;
   ci.label = name;

@@ -1,8 +1,8 @@
-// Building the merged world of rank tensors: symbols, spec-bound inputs,
-// every rank's nodes, and the collectives that tie the ranks together.
+// Input binding: the size symbols and every input and initializer of the
+// reference and rank graphs, bound to the spec's placements.
 #include "NodeEval.h"
 #include "RankSides.h"
-#include "Session.h"
+#include "Bind.h"
 
 #include <map>
 #include <set>
@@ -12,7 +12,18 @@ namespace shardproof::relation {
 using smt::Expr;
 using namespace ir;
 
-std::vector<std::string> Session::symbolNames() const {
+llvm::Expected<BoundInputs> InputBinding::run() {
+  if (auto e = bindRankSymbols())
+    return std::move(e);
+  core.symbols = symbolNames();
+  if (auto e = setupSymbols())
+    return std::move(e);
+  if (auto e = bindInputs())
+    return std::move(e);
+  return BoundInputs{std::move(refValues), std::move(rankValues), std::move(obligations)};
+}
+
+std::vector<std::string> InputBinding::symbolNames() const {
   std::set<std::string> names;
   for (auto &s : spec.symbols)
     names.insert(s.name);
@@ -33,7 +44,7 @@ std::vector<std::string> Session::symbolNames() const {
   return {names.begin(), names.end()};
 }
 
-llvm::Error Session::setupSymbols() {
+llvm::Error InputBinding::setupSymbols() {
   std::set<std::string> declared;
   for (auto &s : spec.symbols) {
     declared.insert(s.name);
@@ -86,7 +97,7 @@ static bool globMatch(const char *p, const char *s) {
 // a pattern; a pattern that matches nothing, or two patterns claiming the same
 // tensor, is an input error.
 llvm::Expected<std::vector<std::pair<std::string, spec::Placement>>>
-Session::expandPatterns(const std::vector<std::string> &sources) const {
+InputBinding::expandPatterns(const std::vector<std::string> &sources) const {
   std::vector<std::pair<std::string, spec::Placement>> out;
   std::set<std::string> exact;
   for (auto &[name, pl] : spec.inputs)
@@ -119,7 +130,7 @@ Session::expandPatterns(const std::vector<std::string> &sources) const {
   return out;
 }
 
-llvm::Error Session::bindRelationLeaves(const spec::RelExpr &e) {
+llvm::Error InputBinding::bindRelationLeaves(const spec::RelExpr &e) {
   if (e.kind == spec::RelExpr::Kind::Call) {
     for (auto &a : e.args)
       if (auto err = bindRelationLeaves(a))
@@ -147,7 +158,7 @@ llvm::Error Session::bindRelationLeaves(const spec::RelExpr &e) {
   return llvm::Error::success();
 }
 
-llvm::Error Session::bindInputs() {
+llvm::Error InputBinding::bindInputs() {
   int P = worldSize();
   rankValues.assign(P, {});
   for (int r = 0; r < P; ++r)
