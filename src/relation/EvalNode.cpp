@@ -1,7 +1,7 @@
 // One node through the op table: its inputs gathered, shapes and side
 // conditions inferred, element maps built and normalized; reused from the
 // same node one layer up when NodeMemo has it (NodeMemo.h).
-#include "Session.h"
+#include "NodeEval.h"
 
 namespace shardproof::relation {
 
@@ -18,68 +18,38 @@ static std::string retarget(const std::string &what, const std::string &was, con
   return out + what.substr(at);
 }
 
-llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueInfo> &values, int rank) {
-  auto markUnsupported = [&](const std::string &why) {
-    for (int o : n.outputs)
-      values[o].unsupported = why;
-  };
-  // Where reasoning stops on a rank: reported once per node, as the reason for UNKNOWN.
-  auto originUnsupported = [&](const std::string &why) {
-    markUnsupported(why);
-    if (rank < 0 || !reportedRankNodes.insert(n.name).second)
-      return;
-    // No reference node: the message names the rank node.
-    result.failures.push_back({Failure::Unsupported, "rank " + std::to_string(rank) + " node " + describe(n) + ": " + why,
-                               "", n.opType, n.modulePath(), n.outputs.empty() ? "" : g.values[n.outputs[0]].name,
-                               {}, std::nullopt});
-  };
+llvm::Error NodeEvaluator::eval(const Graph &g, const Node &n, std::vector<ValueInfo> &values, int rank,
+                                std::vector<PendingObligation> &raised) {
+  const Step s{g, n, values, rank, raised};
   const OpDef *def = lookupOp(n.domain, n.opType);
   if (!def) {
-    originUnsupported("unsupported operator " + (n.domain.empty() ? n.opType : n.domain + "::" + n.opType));
+    originUnsupported(s, "unsupported operator " + (n.domain.empty() ? n.opType : n.domain + "::" + n.opType));
     return llvm::Error::success();
   }
   std::string why;
-  auto gathered = gatherInputs(g, n, values, why);
+  auto gathered = core.ops.gather(g, n, values, why);
   if (!gathered) {
-    markUnsupported(why);
+    markUnsupported(s, why);
     return llvm::Error::success();
   }
   OpInputs &in = *gathered;
-  auto apply = [&](const OpResult &r) {
-    for (size_t s = 0; s < n.outputs.size() && s < r.shapes.size(); ++s) {
-      ValueInfo &out = values[n.outputs[s]];
-      out.shape = r.shapes[s];
-      out.dtype = s < r.dtypes.size() ? r.dtypes[s] : DType::Other;
-      if (s < r.values.size())
-        out.value = r.values[s];
-    }
-  };
   // The same node one layer up read renamed classes: reuse what it derived
   // (shapes, side conditions, element maps). Constants make classes.
   const bool isConstant = n.opType == "Constant" && n.domain.empty();
   std::optional<MemoKey> key;
-  if (opts.memo && prover.pathDepth() == 0 && !isConstant) {
+  if (core.opts.memo && core.prover.pathDepth() == 0 && !isConstant) {
     key = nodeKey(n, values, in);
-    if (auto hit = memo.lookup(*key, classes)) {
-      const NodeMemo::Result &m = *hit->first;
-      const std::string was = m.node, now = describe(n);
-      for (const Obligation &o : m.op->obligations)
-        obligations.push_back({{retarget(o.what, was, now), o.cond}, rank, n.name, n.modulePath()});
-      apply(*m.op);
-      if (m.elements)
-        for (size_t s = 0; s < m.terms.size(); ++s)
-          values[n.outputs[s]].term = hit->second.apply(m.terms[s]);
+    if (reuseFromLayerBelow(s, *key))
       return llvm::Error::success();
-    }
   }
-  const unsigned unknownBefore = unknownQueries();
+  const unsigned unknownBefore = core.unknownQueries();
   std::optional<ClassTable::Recording> rec;
   if (key)
-    rec.emplace(classes);
+    rec.emplace(core.classes);
   // Keeps what this node derived for the next layer; `elements` false: the
   // node has no element maps (shape data, collectives).
   auto remember = [&](const OpResult &r, bool elements, std::vector<Term> terms) {
-    if (!key || !rec->reusable() || unknownQueries() != unknownBefore)
+    if (!key || !rec->reusable() || core.unknownQueries() != unknownBefore)
       return;
     for (auto &t : terms)
       if (!t)
@@ -89,101 +59,247 @@ llvm::Error Session::evalNode(const Graph &g, const Node &n, std::vector<ValueIn
     m.node = describe(n);
     m.elements = elements;
     m.terms = std::move(terms);
-    memo.store(std::move(*key), rec->consulted(), std::move(m));
+    core.memo.store(std::move(*key), rec->consulted(), std::move(m));
   };
   auto res = def->infer(in);
-  if (!res) {
-    auto taken = takeError(res.takeError());
-    if (taken.kind == ErrorKind::Unsupported) {
-      originUnsupported(taken.text);
-      return llvm::Error::success();
-    }
-    if (rank < 0)
-      return userError("reference model " + g.path + ": " + taken.message, taken.loc);
-    // A rank graph that cannot run at any admissible size is a broken
-    // implementation (a collective on the wrong axis makes the next MatMul
-    // mismatch): an obligation that always fails, so REFUTED with sizes.
-    obligations.push_back({{taken.text, Expr::boolConst(false)}, rank, n.name, n.modulePath()});
-    markUnsupported("rank " + std::to_string(rank) + " node " + describe(n) + " cannot run: " + taken.text);
-    return llvm::Error::success();
-  }
+  if (!res)
+    return inferFailed(s, res.takeError());
   for (auto &o : res->obligations)
-    obligations.push_back({o, rank, n.name, n.modulePath()});
+    raised.push_back({o, rank, n.name, n.modulePath()});
   // Shape arithmetic the op itself does not fold: follow the integer values.
   if (res->values.empty() || !res->values[0])
     if (auto v = foldIntValues(in, *res, 0)) {
       res->values.resize(std::max<size_t>(res->values.size(), 1));
       res->values[0] = v;
     }
-  apply(*res);
+  applyResult(s, *res);
   if (def->cls == OpClass::ShapeOnly || def->cls == OpClass::Collective) {
     remember(*res, false, {});
     return llvm::Error::success();
   }
   if (isConstant) {
-    const Attribute *a = n.attr("value");
-    if (a && a->tensor) {
-      ValueInfo cv = constantValue(n.name.empty() ? g.values[n.outputs[0]].name : n.name, a->tensor);
-      values[n.outputs[0]].term = cv.term;
-      values[n.outputs[0]].data = a->tensor;
-    }
+    constantOutput(s);
     return llvm::Error::success();
   }
+  if (onlyShapeData(s, *res)) {
+    remember(*res, false, {});
+    return llvm::Error::success();
+  }
+  buildElementMaps(s, *def, in, *res);
+  std::vector<Term> terms;
+  for (size_t o = 0; o < std::min(n.outputs.size(), res->shapes.size()); ++o)
+    terms.push_back(values[n.outputs[o]].term);
+  remember(*res, true, std::move(terms));
+  return llvm::Error::success();
+}
+
+void NodeEvaluator::markUnsupported(const Step &s, const std::string &why) {
+  for (int o : s.n.outputs)
+    s.values[o].unsupported = why;
+}
+
+// Where reasoning stops on a rank: reported once per node, as the reason for UNKNOWN.
+void NodeEvaluator::originUnsupported(const Step &s, const std::string &why) {
+  markUnsupported(s, why);
+  const Node &n = s.n;
+  if (s.rank < 0 || !reportedRankNodes.insert(n.name).second)
+    return;
+  // No reference node: the message names the rank node.
+  core.result.failures.push_back({Failure::Unsupported,
+                                  "rank " + std::to_string(s.rank) + " node " + describe(n) + ": " + why, "",
+                                  n.opType, n.modulePath(), n.outputs.empty() ? "" : s.g.values[n.outputs[0]].name,
+                                  {}, std::nullopt});
+}
+
+// The op cannot run on these inputs: unsupported (UNKNOWN), the user's
+// reference model at fault, or a broken rank graph (REFUTED with sizes).
+llvm::Error NodeEvaluator::inferFailed(const Step &s, llvm::Error e) {
+  auto taken = takeError(std::move(e));
+  if (taken.kind == ErrorKind::Unsupported) {
+    originUnsupported(s, taken.text);
+    return llvm::Error::success();
+  }
+  if (s.rank < 0)
+    return userError("reference model " + s.g.path + ": " + taken.message, taken.loc);
+  // A rank graph that cannot run at any admissible size is a broken
+  // implementation (a collective on the wrong axis makes the next MatMul
+  // mismatch): an obligation that always fails, so REFUTED with sizes.
+  const Node &n = s.n;
+  s.raised.push_back({{taken.text, Expr::boolConst(false)}, s.rank, n.name, n.modulePath()});
+  markUnsupported(s, "rank " + std::to_string(s.rank) + " node " + describe(n) + " cannot run: " + taken.text);
+  return llvm::Error::success();
+}
+
+void NodeEvaluator::applyResult(const Step &s, const OpResult &r) {
+  for (size_t o = 0; o < s.n.outputs.size() && o < r.shapes.size(); ++o) {
+    ValueInfo &out = s.values[s.n.outputs[o]];
+    out.shape = r.shapes[o];
+    out.dtype = o < r.dtypes.size() ? r.dtypes[o] : DType::Other;
+    if (o < r.values.size())
+      out.value = r.values[o];
+  }
+}
+
+// What the same node one layer up derived, renamed to this one's classes.
+bool NodeEvaluator::reuseFromLayerBelow(const Step &s, const MemoKey &key) {
+  auto hit = core.memo.lookup(key, core.classes);
+  if (!hit)
+    return false;
+  const NodeMemo::Result &m = *hit->first;
+  const Node &n = s.n;
+  const std::string was = m.node, now = describe(n);
+  for (const Obligation &o : m.op->obligations)
+    s.raised.push_back({{retarget(o.what, was, now), o.cond}, s.rank, n.name, n.modulePath()});
+  applyResult(s, *m.op);
+  if (m.elements)
+    for (size_t o = 0; o < m.terms.size(); ++o)
+      s.values[n.outputs[o]].term = hit->second.apply(m.terms[o]);
+  return true;
+}
+
+// Shape arithmetic (Gather/Unsqueeze/Concat on Shape outputs): the values are
+// known symbolically, and an input known only as such needs no element map.
+bool NodeEvaluator::onlyShapeData(const Step &s, const OpResult &r) {
+  bool shapeData = true;
+  for (size_t o = 0; o < s.n.outputs.size(); ++o)
+    shapeData &= o < r.values.size() && r.values[o].has_value();
+  for (int id : s.n.inputs)
+    if (shapeData && id >= 0 && !s.values[id].term)
+      return true;
+  return false;
+}
+
+void NodeEvaluator::constantOutput(const Step &s) {
+  const Attribute *a = s.n.attr("value");
+  if (!a || !a->tensor)
+    return;
+  const int out = s.n.outputs[0];
+  ValueInfo cv = constantValue(core.classes, s.n.name.empty() ? s.g.values[out].name : s.n.name, a->tensor);
+  s.values[out].term = cv.term;
+  s.values[out].data = a->tensor;
+}
+
+// Each output's element map from the op's, over its inputs' terms; a read of
+// a tensor without one poisons the output (its reason names the input).
+void NodeEvaluator::buildElementMaps(const Step &s, const OpDef &def, const OpInputs &in, const OpResult &r) {
+  const Node &n = s.n;
   ReadFn read = [&](unsigned input, const IndexVec &idx, int level) -> Term {
-    const ValueInfo &v = values[n.inputs[input]];
+    const ValueInfo &v = s.values[n.inputs[input]];
     if (!v.term && v.value)
       return shapeValueTerm(*v.value, idx, level);
     if (!v.term)
       return nullptr;
     return exposeMask(instantiate(v.term, indexVars("i", static_cast<unsigned>(v.shape->rank())), idx, level));
   };
-  // Shape arithmetic (Gather/Unsqueeze/Concat on Shape outputs): the values
-  // are known symbolically, no element map is needed.
-  bool shapeData = true;
-  for (size_t s = 0; s < n.outputs.size(); ++s)
-    shapeData &= s < res->values.size() && res->values[s].has_value();
-  for (int id : n.inputs)
-    if (shapeData && id >= 0 && !values[id].term) {
-      remember(*res, false, {});
-      return llvm::Error::success();
-    }
-  const size_t nout = std::min(n.outputs.size(), res->shapes.size());
-  for (size_t s = 0; s < nout; ++s) {
-    const Shape &os = res->shapes[s];
+  const size_t nout = std::min(n.outputs.size(), r.shapes.size());
+  for (size_t o = 0; o < nout; ++o) {
+    const Shape &os = r.shapes[o];
     IndexVec iv = indexVars("i", static_cast<unsigned>(os.rank()));
-    Term t;
-    {
-      // A read of a tensor without an element map poisons the result.
-      bool missing = false;
-      std::string missingName;
-      ReadFn guarded = [&](unsigned input, const IndexVec &idx, int level) -> Term {
-        Term x = read(input, idx, level);
-        if (!x) {
-          missing = true;
-          missingName = g.values[n.inputs[input]].name;
-          return mkConst(0);
-        }
-        return x;
-      };
-      t = def->element(in, *res, static_cast<unsigned>(s), iv, guarded, 0);
-      if (missing || !t) {
-        values[n.outputs[s]].unsupported =
-            missing ? describe(n) + " reads elements of '" + missingName + "', which is only known as shape data"
-                    : "no element map for output " + std::to_string(s) + " of " + describe(n);
-        continue;
+    bool missing = false;
+    std::string missingName;
+    ReadFn guarded = [&](unsigned input, const IndexVec &idx, int level) -> Term {
+      Term x = read(input, idx, level);
+      if (!x) {
+        missing = true;
+        missingName = s.g.values[n.inputs[input]].name;
+        return mkConst(0);
       }
+      return x;
+    };
+    Term t = def.element(in, r, static_cast<unsigned>(o), iv, guarded, 0);
+    if (missing || !t) {
+      s.values[n.outputs[o]].unsupported =
+          missing ? describe(n) + " reads elements of '" + missingName + "', which is only known as shape data"
+                  : "no element map for output " + std::to_string(o) + " of " + describe(n);
+      continue;
     }
-    Prover::Scope sc(prover, bounds(os));
+    Prover::Scope sc(core.prover, CheckCore::bounds(os));
     // A huge term only arises below a node no rank computes; normalizing it
     // (case splits multiply) serves matching that will not succeed. It stays
     // exact either way.
-    values[n.outputs[s]].term = termSize(t) <= opts.maxTermNodes ? prover.normalize(t, 0) : t;
+    s.values[n.outputs[o]].term = termSize(t) <= core.opts.maxTermNodes ? core.prover.normalize(t, 0) : t;
   }
-  std::vector<Term> terms;
-  for (size_t s = 0; s < nout; ++s)
-    terms.push_back(values[n.outputs[s]].term);
-  remember(*res, true, std::move(terms));
-  return llvm::Error::success();
+}
+
+// Shape arithmetic used as data (arange(n) < x.shape[1]): the element term of
+// a small integer tensor known symbolically. A constant is a number; a value
+// that is >= 0 at every admissible size (a size) is sum(k in [0, E): 1), the
+// index-valued form Range uses; anything else has no term (nullptr).
+Term NodeEvaluator::shapeValueTerm(const IntTensor &v, const IndexVec &idx, int level) {
+  if (idx.size() != v.dims.size())
+    return nullptr;
+  auto elem = [&](const Expr &e) -> Term {
+    Expr x = e.simplify();
+    if (auto c = x.asInt())
+      return mkConst(static_cast<double>(*c));
+    if (!core.ints.knownNonNegative(x)) {
+      if (!core.prover.implies(x >= Expr::intConst(0), "shape.value.nonnegative"))
+        return nullptr;
+      core.ints.provenNonNegative.push_back(x);
+    }
+    return mkSum(level, Expr::intConst(0), x, mkConst(1));
+  };
+  // Select chain over the flat position of idx.
+  Expr flat = Expr::intConst(0);
+  for (size_t d = 0; d < idx.size(); ++d)
+    flat = flat * Expr::intConst(v.dims[d]) + idx[d];
+  Term t;
+  for (size_t f = v.size(); f-- > 0;) {
+    Term e = elem(v.vals[f]);
+    if (!e)
+      return nullptr;
+    t = t ? mkSelect(flat == Expr::intConst(static_cast<int64_t>(f)), e, t) : e;
+  }
+  return t;
+}
+
+// A read of a masked tensor (a softmax whose masked columns are exp(-inf) = 0,
+// a product with a 0/1 mask) shows its mask to the reader: c[idx] ? k : t[idx]
+// where the class is the constant k on condition c. A sum over the sequence
+// reading it then splits where the mask switches, so pad rows that are zero
+// by the mask drop out of a padded reduction (masked pooling, attention times
+// V), exactly, not by value.
+Term NodeEvaluator::exposeMask(const Term &t) const {
+  if (!t || t->kind != TermKind::Read)
+    return t;
+  const ClassInfo &ci = core.classes[t->cls];
+  if (ci.kind != ClassInfo::Compute || !ci.def || ci.def->kind != TermKind::Select)
+    return t;
+  const Term &d = ci.def;
+  int constBranch = d->args[0]->kind == TermKind::Const ? 0 : d->args[1]->kind == TermKind::Const ? 1 : -1;
+  if (constBranch < 0 || d->cond.hasApp())
+    return t;
+  IndexVec uv = indexVars("u", static_cast<unsigned>(ci.shape.rank()));
+  Expr cond = d->cond.substitute({uv.begin(), uv.end()}, {t->idx.begin(), t->idx.end()});
+  return constBranch == 0 ? mkSelect(cond, d->args[0], t) : mkSelect(cond, t, d->args[1]);
+}
+
+ValueInfo constantValue(ClassTable &classes, const std::string &name,
+                        const std::shared_ptr<const TensorData> &data) {
+  ValueInfo v;
+  v.data = data;
+  v.dtype = data->dtype;
+  Shape s;
+  for (auto d : data->dims)
+    s.dims.push_back(Expr::intConst(d));
+  v.shape = s;
+  if (!isFloating(data->dtype)) {
+    IntTensor it;
+    it.dims = data->dims;
+    for (auto x : data->ints)
+      it.vals.push_back(Expr::intConst(x));
+    v.value = it;
+  }
+  if (data->numElements() == 1) {
+    v.term = mkConst(data->at(0));
+  } else {
+    std::vector<double> vals;
+    for (int64_t i = 0; i < data->numElements(); ++i)
+      vals.push_back(data->at(i));
+    ClassId c = classes.constant("const:" + name, data->dims, vals);
+    v.term = mkRead(c, indexVars("i", static_cast<unsigned>(data->dims.size())));
+  }
+  return v;
 }
 
 } // namespace shardproof::relation

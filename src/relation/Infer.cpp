@@ -1,7 +1,8 @@
 // Relation inference over the reference graph: each reference tensor's element
 // term is built from its inputs' relations, then covered by rank classes.
-#include "Session.h"
+#include "Walk.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -60,33 +61,33 @@ static std::optional<std::pair<Expr, Term>> unresolvedRegion(const Term &t, cons
 
 // An input whose relation is a sum of the ranks' tensors (a partial sum): when
 // its consumer has no counterpart, the missing reduction is the likely bug.
-static std::optional<int> unreducedInput(const Session &S, const Node &n) {
+std::optional<int> ReferenceWalk::unreducedInput(const Node &n) const {
   for (int id : n.inputs) {
-    if (id < 0 || !S.refValues[id].term)
+    if (id < 0 || !refValues[id].term)
       continue;
-    const Term &t = S.refValues[id].term;
+    const Term &t = refValues[id].term;
     if (t->kind != TermKind::Apply || t->fn != Fn::Add)
       continue;
     std::set<int> ranks;
     bool reads = true;
     for (auto &a : t->args) {
-      reads &= a->kind == TermKind::Read && S.classes[a->cls].rank >= 0;
+      reads &= a->kind == TermKind::Read && core.classes[a->cls].rank >= 0;
       if (reads)
-        ranks.insert(S.classes[a->cls].rank);
+        ranks.insert(core.classes[a->cls].rank);
     }
-    if (reads && static_cast<int>(ranks.size()) == S.worldSize())
+    if (reads && static_cast<int>(ranks.size()) == core.worldSize())
       return id;
   }
   return std::nullopt;
 }
 
 // Whether rank r's node `n` reads one of the classes `reads`.
-static bool readsAny(Session &S, int r, const Node &n, const std::vector<ClassId> &reads) {
+bool ReferenceWalk::readsAny(int r, const Node &n, const std::vector<ClassId> &reads) const {
   for (int id : n.inputs) {
-    if (id < 0 || !S.rankValues[r][id].term)
+    if (id < 0 || !rankValues[r][id].term)
       continue;
     std::vector<ClassId> in;
-    collectReads(S.rankValues[r][id].term, in);
+    collectReads(rankValues[r][id].term, in);
     for (ClassId c : in)
       if (std::find(reads.begin(), reads.end(), c) != reads.end())
         return true;
@@ -98,14 +99,14 @@ static bool readsAny(Session &S, int r, const Node &n, const std::vector<ClassId
 // reference node finds no counterpart. Preferably of the same op; else of the
 // same module (a LogSoftmax the ranks compute as max, exp-sum and log); else
 // any node that reads them.
-static std::vector<std::string> nearbyRankNodes(Session &S, const Term &t, const Node &refNode) {
+std::vector<std::string> ReferenceWalk::nearbyRankNodes(const Term &t, const Node &refNode) const {
   std::vector<ClassId> reads;
   collectReads(t, reads);
   auto find = [&](auto accept) {
     std::vector<std::string> out;
-    for (int r = 0; r < S.worldSize(); ++r)
-      for (const Node &n : S.ranks[r].nodes) {
-        if (!accept(n) || !readsAny(S, r, n, reads))
+    for (int r = 0; r < core.worldSize(); ++r)
+      for (const Node &n : core.ranks[r].nodes) {
+        if (!accept(n) || !readsAny(r, n, reads))
           continue;
         out.push_back("rank " + std::to_string(r) + ": " + n.name + " (" + n.opType + ")");
         break;
@@ -120,188 +121,231 @@ static std::vector<std::string> nearbyRankNodes(Session &S, const Term &t, const
   return out;
 }
 
-unsigned Session::unknownQueries() const {
-  unsigned n = 0;
-  for (auto &[_, st] : solver.stats())
-    n += st.unknown;
-  return n;
-}
-
-llvm::Error Session::inferReference() {
+llvm::Expected<std::vector<PendingObligation>> ReferenceWalk::run() {
+  const ir::Graph &ref = core.ref;
   for (int id : ref.inputs) {
     RelationRow row;
     row.tensor = ref.values[id].name;
     row.status = RelationRow::Input;
-    row.relation = refValues[id].term ? render(refValues[id].term) : "?";
-    result.rows.push_back(row);
+    row.relation = refValues[id].term ? core.render(refValues[id].term) : "?";
+    core.result.rows.push_back(row);
   }
-  // Checkpoints name reference tensors computed by some node.
-  std::map<std::string, const spec::Placement *> checkpoints;
-  for (auto &[name, pl] : spec.layers) {
-    auto id = ref.find(name);
-    if (!id || ref.values[*id].producer < 0)
-      return userError("spec layer '" + name + "' is not a tensor computed by the reference model" +
-                           didYouMean(name, ref.valueNames()),
-                       pl.loc);
-    checkpoints[name] = &pl;
-  }
-  bool reportedUnresolved = false;
+  auto marks = checkpoints();
+  if (!marks)
+    return marks.takeError();
   for (const Node &n : ref.nodes) {
-    if (solver.pastDeadline()) {
-      std::string cut = solver.firstCutQuery().empty() ? "" : "; solver query '" + solver.firstCutQuery() + "' was cut short";
-      result.failures.push_back({Failure::SolverUnknown,
-                                 solver.budgetMessage() + " at reference node " + describe(n) +
-                                     (n.modulePath().empty() ? "" : " in module " + n.modulePath()) + cut +
-                                     "; it and the nodes after it were not checked",
-                                 n.name, n.opType, n.modulePath(), "", {}, std::nullopt});
+    if (core.solver.pastDeadline()) {
+      stopAtDeadline(n);
       break;
     }
-    ++result.stats.refNodes;
-    if (opts.progress && (result.stats.refNodes & 15) == 0)
-      opts.progress("infer", result.stats.refNodes, ref.nodes.size());
-    const unsigned unknownBefore = unknownQueries();
-    if (const OpDef *d = lookupOp(n.domain, n.opType); d && d->cls == OpClass::Collective)
-      return userError("reference model " + ref.path + " contains the collective " + describe(n) +
-                       "; the reference must be the single-device model");
-    if (auto e = evalNode(ref, n, refValues, -1))
-      return e;
-    const OpDef *def = lookupOp(n.domain, n.opType);
-    for (int o : n.outputs) {
-      ValueInfo &v = refValues[o];
-      RelationRow row;
-      row.tensor = ref.values[o].name;
-      row.node = n.name;
-      row.op = n.opType;
-      row.module = n.modulePath();
-      if (!v.term) {
-        if (!v.unsupported.empty()) {
-          row.status = RelationRow::Unsupported;
-          row.relation = v.unsupported;
-          // Report where it starts, not every node downstream that inherits it.
-          bool inherited = false;
-          for (int id : n.inputs)
-            inherited |= id >= 0 && refValues[id].unsupported == v.unsupported;
-          if (!inherited)
-            result.failures.push_back({Failure::Unsupported, v.unsupported + " at node " + describe(n), n.name,
-                                       n.opType, n.modulePath(), ref.values[o].name, {}, std::nullopt});
-          result.rows.push_back(row);
-        }
-        continue; // shape data: no element relation needed
-      }
-      // A view at data-dependent positions (an embedding lookup) is, on the
-      // ranks, a masked lookup and a reduction: it needs covering like a compute.
-      if (((def && def->cls == OpClass::View) || isPure(v.term)) && !readsData(v.term)) {
-        row.status = RelationRow::View;
-      } else {
-        Prover::Scope sc(prover, bounds(*v.shape));
-        unsigned matches = 0;
-        // Past an unrelated node, terms compose every layer below them; covering
-        // them is a search that only gets slower. Unmatched is a safe answer: the
-        // output check decides the verdict.
-        if (termSize(v.term) <= opts.maxTermNodes)
-          v.term = coverMemoized(v.term, *v.shape, matches);
-        result.stats.matches += matches;
-        // Matched: some rank tensor computes this node's result (a relation that
-        // only re-adds earlier rank tensors, like `p@0 + p@1 + b`, has no counterpart).
-        row.status = matches > 0 && resolved(v.term) ? RelationRow::Matched : RelationRow::Unmatched;
-      }
-      // No counterpart found by covering: the ranks' tensors of the same name,
-      // proven (Propose.cpp).
-      if (row.status == RelationRow::Unmatched && termSize(v.term) <= opts.maxTermNodes)
-        if (auto t = proposeByName(o)) {
-          v.term = *t;
-          row.status = RelationRow::Matched;
-        }
-      ++result.stats.relations;
-      if (auto it = checkpoints.find(ref.values[o].name); it != checkpoints.end()) {
-        // Prove the user's claim here; once proven, downstream nodes build on
-        // it (the claim's form, not whatever the search found).
-        auto claim = checkClaim(o, *it->second);
-        if (!claim)
-          return claim.takeError();
-        claim->tensor += " (layer checkpoint)";
-        if (claim->verdict == Verdict::Verified) {
-          auto sides = outputSides(*this, ref.values[o].name, *it->second);
-          if (!sides)
-            return sides.takeError();
-          Prover::Scope sc(prover, bounds(*v.shape));
-          v.term = prover.normalize(sides->front().second.first, 0);
-          row.status = RelationRow::Matched;
-        }
-        result.outputs.push_back(*claim);
-      }
-      row.relation = render(v.term);
-      if (row.status == RelationRow::Unmatched && !reportedUnresolved) {
-        reportedUnresolved = true;
-        Failure f{Failure::NoRelation, "", n.name, n.opType, n.modulePath(), ref.values[o].name, {}, std::nullopt};
-        f.rankNodes = nearbyRankNodes(*this, v.term, n);
-        auto region = unresolvedRegion(v.term, bounds(*v.shape));
-        bool partial = region && !sameTerm(region->second, v.term);
-        f.message = partial ? "rank tensors compute only part of reference tensor '" + ref.values[o].name + "' of " +
-                                  describe(n) + "; the element below has no counterpart on any rank"
-                            : "no rank tensor computes reference tensor '" + ref.values[o].name + "' of " +
-                                  describe(n);
-        // A solver limit here means the search may have missed the counterpart.
-        if (unknownQueries() > unknownBefore)
-          f.message += " (a solver query for this node was cut short: " + prover.unknownReason() + ")";
-        if (region)
-          f.cex = makeCounterexample(region->first, ref.values[o].name, -1, *v.shape, region->second, nullptr);
-        if (partial)
-          f.bugClass = BugClass::UncoveredElements;
-        if (auto in = unreducedInput(*this, n)) {
-          f.bugClass = BugClass::MissingReduction;
-          f.message += "; its input '" + ref.values[*in].name + "' is a sum of the ranks' partial results (" +
-                       render(refValues[*in].term) +
-                       ") and no rank tensor holds that sum: the reduction is missing or reduces something else";
-          // The missing (or misplaced) reduction belongs to the producer's module;
-          // a graph input placed `partial` has no producer: the failure stays here.
-          if (int p = ref.values[*in].producer; p >= 0)
-            f.module = ref.nodes[p].modulePath();
-        }
-        result.failures.push_back(f);
-      }
-      if (row.status == RelationRow::Unmatched && termSize(v.term) > opts.maxTermNodes)
-        v.term = abstractReference(o);
-      result.rows.push_back(row);
-    }
+    if (auto e = walkNode(n, *marks))
+      return std::move(e);
   }
+  return std::move(raised);
+}
+
+// Checkpoints name reference tensors computed by some node.
+llvm::Expected<ReferenceWalk::Checkpoints> ReferenceWalk::checkpoints() const {
+  Checkpoints out;
+  for (auto &[name, pl] : core.spec.layers) {
+    auto id = core.ref.find(name);
+    if (!id || core.ref.values[*id].producer < 0)
+      return userError("spec layer '" + name + "' is not a tensor computed by the reference model" +
+                           didYouMean(name, core.ref.valueNames()),
+                       pl.loc);
+    out[name] = &pl;
+  }
+  return out;
+}
+
+void ReferenceWalk::stopAtDeadline(const Node &n) {
+  smt::Solver &solver = core.solver;
+  std::string cut = solver.firstCutQuery().empty() ? "" : "; solver query '" + solver.firstCutQuery() + "' was cut short";
+  core.result.failures.push_back({Failure::SolverUnknown,
+                                  solver.budgetMessage() + " at reference node " + describe(n) +
+                                      (n.modulePath().empty() ? "" : " in module " + n.modulePath()) + cut +
+                                      "; it and the nodes after it were not checked",
+                                  n.name, n.opType, n.modulePath(), "", {}, std::nullopt});
+}
+
+llvm::Error ReferenceWalk::walkNode(const Node &n, const Checkpoints &checkpoints) {
+  Stats &stats = core.result.stats;
+  ++stats.refNodes;
+  if (core.opts.progress && (stats.refNodes & 15) == 0)
+    core.opts.progress("infer", stats.refNodes, core.ref.nodes.size());
+  const unsigned unknownBefore = core.unknownQueries();
+  if (const OpDef *d = lookupOp(n.domain, n.opType); d && d->cls == OpClass::Collective)
+    return userError("reference model " + core.ref.path + " contains the collective " + describe(n) +
+                     "; the reference must be the single-device model");
+  if (auto e = nodes.eval(core.ref, n, refValues, -1, raised))
+    return e;
+  for (int o : n.outputs)
+    if (auto e = relateOutput(n, o, unknownBefore, checkpoints))
+      return e;
   return llvm::Error::success();
 }
 
-// `prover.cover` under the tensor's bounds (already on the path), reused for a
-// term identical up to class names (the same tensor one layer up).
-Term Session::coverMemoized(const Term &t, const Shape &shape, unsigned &matches) {
+// Output `o` of reference node `n`: its row in the relation table, the claim
+// at a checkpoint, the failure when no rank tensor computes it.
+llvm::Error ReferenceWalk::relateOutput(const Node &n, int o, unsigned unknownBefore,
+                                        const Checkpoints &checkpoints) {
+  const ir::Graph &ref = core.ref;
+  const Options &opts = core.opts;
+  ValueInfo &v = refValues[o];
+  RelationRow row;
+  row.tensor = ref.values[o].name;
+  row.node = n.name;
+  row.op = n.opType;
+  row.module = n.modulePath();
+  if (!v.term) {
+    if (!v.unsupported.empty())
+      reportUnsupported(n, o, row);
+    return llvm::Error::success(); // shape data: no element relation needed
+  }
+  row.status = coverOrView(n, v);
+  // No counterpart found by covering: the ranks' tensors of the same name,
+  // proven (Propose.cpp).
+  if (row.status == RelationRow::Unmatched && termSize(v.term) <= opts.maxTermNodes)
+    if (auto t = proposeByName(o)) {
+      v.term = *t;
+      row.status = RelationRow::Matched;
+    }
+  ++core.result.stats.relations;
+  if (auto it = checkpoints.find(ref.values[o].name); it != checkpoints.end())
+    if (auto e = proveCheckpoint(o, *it->second, row))
+      return e;
+  row.relation = core.render(v.term);
+  if (row.status == RelationRow::Unmatched && !reportedUnresolved) {
+    reportedUnresolved = true;
+    core.result.failures.push_back(noRelation(n, o, unknownBefore));
+  }
+  if (row.status == RelationRow::Unmatched && termSize(v.term) > opts.maxTermNodes)
+    v.term = abstractReference(o);
+  core.result.rows.push_back(row);
+  return llvm::Error::success();
+}
+
+// A tensor without an element map: reported where it starts, not at every
+// node downstream that inherits it.
+void ReferenceWalk::reportUnsupported(const Node &n, int o, RelationRow &row) {
+  const ValueInfo &v = refValues[o];
+  row.status = RelationRow::Unsupported;
+  row.relation = v.unsupported;
+  bool inherited = false;
+  for (int id : n.inputs)
+    inherited |= id >= 0 && refValues[id].unsupported == v.unsupported;
+  if (!inherited)
+    core.result.failures.push_back({Failure::Unsupported, v.unsupported + " at node " + describe(n), n.name,
+                                    n.opType, n.modulePath(), core.ref.values[o].name, {}, std::nullopt});
+  core.result.rows.push_back(row);
+}
+
+// A view only moves elements; anything else is covered by the ranks' classes.
+// Matched: some rank tensor computes this node's result (a relation that only
+// re-adds earlier rank tensors, like `p@0 + p@1 + b`, has no counterpart).
+RelationRow::Status ReferenceWalk::coverOrView(const Node &n, ValueInfo &v) {
+  // A view at data-dependent positions (an embedding lookup) is, on the
+  // ranks, a masked lookup and a reduction: it needs covering like a compute.
+  const OpDef *def = lookupOp(n.domain, n.opType);
+  if (((def && def->cls == OpClass::View) || isPure(v.term)) && !readsData(v.term))
+    return RelationRow::View;
+  Prover::Scope sc(core.prover, CheckCore::bounds(*v.shape));
+  unsigned matches = 0;
+  // Past an unrelated node, terms compose every layer below them; covering
+  // them is a search that only gets slower. Unmatched is a safe answer: the
+  // output check decides the verdict.
+  if (termSize(v.term) <= core.opts.maxTermNodes)
+    v.term = coverMemoized(v.term, *v.shape, matches);
+  core.result.stats.matches += matches;
+  return matches > 0 && resolved(v.term) ? RelationRow::Matched : RelationRow::Unmatched;
+}
+
+// Prove the user's claim here; once proven, downstream nodes build on it (the
+// claim's form, not whatever the search found).
+llvm::Error ReferenceWalk::proveCheckpoint(int o, const spec::Placement &pl, RelationRow &row) {
+  ValueInfo &v = refValues[o];
+  auto claim = claims.check(o, pl, raised);
+  if (!claim)
+    return claim.takeError();
+  claim->tensor += " (layer checkpoint)";
+  if (claim->verdict == Verdict::Verified) {
+    auto sides = claims.sides(raised).ofClaim(core.ref.values[o].name, pl);
+    if (!sides)
+      return sides.takeError();
+    Prover::Scope sc(core.prover, CheckCore::bounds(*v.shape));
+    v.term = core.prover.normalize(sides->front().second.first, 0);
+    row.status = RelationRow::Matched;
+  }
+  core.result.outputs.push_back(*claim);
+  return llvm::Error::success();
+}
+
+// The first reference tensor no rank tensor computes: where the ranks stop
+// following the reference, with the rank nodes nearby, the element without a
+// counterpart, and the bug it suggests (a missing reduction).
+Failure ReferenceWalk::noRelation(const Node &n, int o, unsigned unknownBefore) {
+  const ir::Graph &ref = core.ref;
+  const ValueInfo &v = refValues[o];
+  Failure f{Failure::NoRelation, "", n.name, n.opType, n.modulePath(), ref.values[o].name, {}, std::nullopt};
+  f.rankNodes = nearbyRankNodes(v.term, n);
+  auto region = unresolvedRegion(v.term, CheckCore::bounds(*v.shape));
+  bool partial = region && !sameTerm(region->second, v.term);
+  f.message = partial ? "rank tensors compute only part of reference tensor '" + ref.values[o].name + "' of " +
+                            describe(n) + "; the element below has no counterpart on any rank"
+                      : "no rank tensor computes reference tensor '" + ref.values[o].name + "' of " + describe(n);
+  // A solver limit here means the search may have missed the counterpart.
+  if (core.unknownQueries() > unknownBefore)
+    f.message += " (a solver query for this node was cut short: " + core.prover.unknownReason() + ")";
+  if (region)
+    f.cex = core.makeCounterexample(region->first, ref.values[o].name, -1, *v.shape, region->second, nullptr);
+  if (partial)
+    f.bugClass = BugClass::UncoveredElements;
+  if (auto in = unreducedInput(n)) {
+    f.bugClass = BugClass::MissingReduction;
+    f.message += "; its input '" + ref.values[*in].name + "' is a sum of the ranks' partial results (" +
+                 core.render(refValues[*in].term) +
+                 ") and no rank tensor holds that sum: the reduction is missing or reduces something else";
+    // The missing (or misplaced) reduction belongs to the producer's module;
+    // a graph input placed `partial` has no producer: the failure stays here.
+    if (int p = ref.values[*in].producer; p >= 0)
+      f.module = ref.nodes[p].modulePath();
+  }
+  return f;
+}
+
+Term ReferenceWalk::coverMemoized(const Term &t, const Shape &shape, unsigned &matches) {
+  const Options &opts = core.opts;
   std::optional<MemoKey> key;
-  if (opts.memo && prover.pathDepth() == 1) {
+  if (opts.memo && core.prover.pathDepth() == 1) {
     key = coverKey(t, shape, opts.maxTermNodes);
-    if (auto hit = memo.lookup(*key, classes)) {
+    if (auto hit = core.memo.lookup(*key, core.classes)) {
       matches += static_cast<unsigned>(hit->first->extra);
       return hit->second.apply(hit->first->terms[0]);
     }
   }
-  const unsigned unknownBefore = unknownQueries();
+  const unsigned unknownBefore = core.unknownQueries();
   unsigned found = 0;
   Term out;
   {
     std::optional<ClassTable::Recording> rec;
     if (key)
-      rec.emplace(classes);
-    out = prover.cover(t, 0, found);
-    if (key && rec->reusable() && unknownQueries() == unknownBefore)
-      memo.store(std::move(*key), rec->consulted(), {{out}, found});
+      rec.emplace(core.classes);
+    out = core.prover.cover(t, 0, found);
+    if (key && rec->reusable() && core.unknownQueries() == unknownBefore)
+      core.memo.store(std::move(*key), rec->consulted(), {{out}, found});
   }
   matches += found;
   return out;
 }
 
-Term Session::abstractReference(int id) {
+Term ReferenceWalk::abstractReference(int id) {
   const ValueInfo &v = refValues[id];
   ClassInfo ci;
   ci.kind = ClassInfo::Leaf;
-  ci.label = ref.values[id].name + " (reference)";
+  ci.label = core.ref.values[id].name + " (reference)";
   ci.shape = *v.shape;
   ci.abstractedReference = true;
-  ClassId c = classes.add(std::move(ci));
+  ClassId c = core.classes.add(std::move(ci));
   return mkRead(c, indexVars("i", static_cast<unsigned>(v.shape->rank())));
 }
 

@@ -9,7 +9,7 @@
 // this element computes (its subterms over the same checkpoints) is where it
 // departs; without one, the region is named. This only chooses what the
 // failure names; the verdict rests on the replay.
-#include "Session.h"
+#include "Claims.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,7 +38,7 @@ struct RegionNode {
 
 // The node writing class `c` on `preferred` rank (else on its first rank),
 // from the members the class was interned with ("rank 1: /fc1/MatMul_output_0").
-std::optional<RegionNode> nodeOf(const Session &S, ClassId c, int preferred) {
+std::optional<RegionNode> nodeOf(const CheckCore &S, ClassId c, int preferred) {
   std::optional<RegionNode> first;
   for (const std::string &m : S.classes.peek(c).members) {
     size_t colon = m.find(": ");
@@ -76,7 +76,8 @@ static bool implied(double v, const std::vector<double> &refValues) {
   return it != refValues.end() && *it <= v + tol;
 }
 
-void Session::localizeDeparture(Failure &f, const Term &expected, const Term &actual) {
+void Claims::localizeDeparture(Failure &f, const Term &expected, const Term &actual) {
+  const ClassTable &classes = core.classes;
   if (!f.cex || !f.cex->replayed || !actual)
     return;
   const Counterexample &cex = *f.cex;
@@ -125,7 +126,7 @@ void Session::localizeDeparture(Failure &f, const Term &expected, const Term &ac
 
   std::vector<RegionNode> nodes;
   for (auto &[c, _] : region)
-    if (auto n = nodeOf(*this, c, cex.rank))
+    if (auto n = nodeOf(core, c, cex.rank))
       nodes.push_back(*n);
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
@@ -133,7 +134,7 @@ void Session::localizeDeparture(Failure &f, const Term &expected, const Term &ac
     return;
 
   std::set<std::string> refModules;
-  for (const Node &n : ref.nodes)
+  for (const Node &n : core.ref.nodes)
     refModules.insert(n.modulePath());
   // What the reference computes for this element, over the same checkpoints.
   std::vector<double> refVals;
@@ -197,7 +198,7 @@ void Session::localizeDeparture(Failure &f, const Term &expected, const Term &ac
     f.message += "; it departs from the reference in the " + count + " " + between + ", starting at " + where;
   // A module the reference has is already named by its node without a
   // relation; one only the ranks have becomes the failure's module (and the
-  // headline's, see Session::decide).
+  // headline's, see OutputCheck::orderFailures).
   if (rankOnly) {
     f.module = module;
     departsInRankOnlyModule.insert(f.tensor);

@@ -6,7 +6,7 @@
 // declare is therefore not a global symbol: on rank r it *is* the size the
 // spec's placement gives that rank (its shard of the axis, or the reference's
 // dim elsewhere), substituted wherever rank r's shapes mention it.
-#include "Session.h"
+#include "Bind.h"
 
 namespace shardproof::relation {
 
@@ -65,7 +65,7 @@ std::optional<Shape> declaredShape(const Graph &g, int id) {
   return std::nullopt;
 }
 
-std::optional<Shape> Session::rankShapeOf(int r, int id) const {
+std::optional<Shape> InputBinding::rankShapeOf(int r, int id) const {
   auto s = declaredShape(ranks[r], id);
   if (!s || r >= static_cast<int>(rankDims.size()) || rankDims[r].empty())
     return s;
@@ -79,7 +79,7 @@ std::optional<Shape> Session::rankShapeOf(int r, int id) const {
   return s;
 }
 
-llvm::Error Session::bindRankSymbols() {
+llvm::Error InputBinding::bindRankSymbols() {
   int P = worldSize();
   rankDims.assign(P, {});
   std::set<std::string> global;

@@ -1,6 +1,6 @@
 // The rank graphs, walked in lock-step so that each collective sees the
 // matching call on every rank; computed tensors become hash-consed classes.
-#include "Session.h"
+#include "RankWorld.h"
 
 #include <llvm/ADT/StringExtras.h>
 
@@ -22,7 +22,7 @@ static bool isCollective(const Node &n) {
 // rank's row per token: a select on the token id; reduce-scattered under
 // sequence parallelism, each rank's chunk of it), so the reference's lookup
 // can be matched to it and the layers after it start from one class.
-static void internValue(Session &S, int r, const Node &n, int out, bool evenIfPure = false) {
+static void internValue(RankWorld &S, int r, const Node &n, int out, bool evenIfPure = false) {
   ValueInfo &v = S.rankValues[r][out];
   if (!v.term || (isPure(v.term) && !(evenIfPure && v.term->kind == TermKind::Select)))
     return; // views stay as index remaps of their inputs
@@ -90,7 +90,7 @@ static llvm::Error checkCollectiveNode(const Node &n, const CollectiveDef &c, in
 
 // The k-th collective call of every rank, resolved together from its op-table
 // row: each rank's output shape and element term in terms of every rank's input.
-static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &calls) {
+static llvm::Error buildCollective(RankWorld &S, const std::vector<const Node *> &calls) {
   int P = S.worldSize();
   const Node &n0 = *calls[0];
   std::string kind = collectiveCall(n0);
@@ -106,7 +106,7 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
   std::vector<Shape> shapes(P);
   for (int r = 0; r < P; ++r) {
     const Node &n = *calls[r];
-    if (auto e = S.evalNode(S.ranks[r], n, S.rankValues[r], r))
+    if (auto e = S.nodes.eval(S.ranks[r], n, S.rankValues[r], r, S.obligations))
       return e;
     if (n.inputs.empty() || n.inputs[0] < 0)
       return userError("rank " + std::to_string(r) + ": collective " + describe(n) + " has no input");
@@ -144,7 +144,7 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
     Shape os = coll->shape(n0, shapes, r);
     Term t = coll->element(n0, shapes, r, iv, readRank);
     int out = calls[r]->outputs[0];
-    Prover::Scope sc(S.prover, Session::bounds(os));
+    Prover::Scope sc(S.prover, CheckCore::bounds(os));
     S.rankValues[r][out].term = S.prover.normalize(t, 0);
     S.rankValues[r][out].shape = os;
     if (coll->reduces)
@@ -153,7 +153,7 @@ static llvm::Error buildCollective(Session &S, const std::vector<const Node *> &
   return llvm::Error::success();
 }
 
-llvm::Error Session::buildRanks() {
+llvm::Expected<std::vector<PendingObligation>> RankWorld::build() {
   int P = worldSize();
   std::vector<size_t> at(P, 0);
   while (true) {
@@ -161,17 +161,17 @@ llvm::Error Session::buildRanks() {
       const Graph &g = ranks[r];
       while (at[r] < g.nodes.size() && !isCollective(g.nodes[at[r]])) {
         const Node &n = g.nodes[at[r]];
-        if (auto e = evalNode(g, n, rankValues[r], r))
-          return e;
+        if (auto e = nodes.eval(g, n, rankValues[r], r, obligations))
+          return std::move(e);
         for (int o : n.outputs)
           internValue(*this, r, n, o);
-        ++result.stats.rankNodes;
+        ++core.result.stats.rankNodes;
         ++at[r];
-        if (opts.progress && (result.stats.rankNodes & 255) == 0) {
+        if (core.opts.progress && (core.result.stats.rankNodes & 255) == 0) {
           size_t total = 0;
           for (auto &rg : ranks)
             total += rg.nodes.size();
-          opts.progress("world", result.stats.rankNodes, total);
+          core.opts.progress("world", core.result.stats.rankNodes, total);
         }
       }
     }
@@ -192,14 +192,14 @@ llvm::Error Session::buildRanks() {
     for (int r = 0; r < P; ++r)
       calls.push_back(&ranks[r].nodes[at[r]]);
     if (auto e = buildCollective(*this, calls))
-      return e;
+      return std::move(e);
     for (int r = 0; r < P; ++r) {
-      ++result.stats.rankNodes;
+      ++core.result.stats.rankNodes;
       ++at[r];
     }
   }
-  result.stats.classes = static_cast<unsigned>(classes.size());
-  return llvm::Error::success();
+  core.result.stats.classes = static_cast<unsigned>(classes.size());
+  return std::move(obligations);
 }
 
 } // namespace shardproof::relation

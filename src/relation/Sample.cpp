@@ -2,7 +2,7 @@
 // on numbers at random admissible sizes, element by element (the interpreter
 // and replay of the witness phase, Witness.h), as a second opinion beside the
 // proof.
-#include "Session.h"
+#include "Sample.h"
 
 #include <algorithm>
 #include <random>
@@ -15,13 +15,13 @@ using namespace ir;
 // Admissible sizes near the bottom of the range, drawn at random: each symbol
 // gets a target in [min, min + 7] (or its fixed value); targets the
 // constraints reject are dropped one by one until the solver finds sizes.
-static std::optional<std::map<std::string, int64_t>> drawSizes(Session &S, std::mt19937_64 &rng) {
-  std::vector<std::string> syms = S.symbolNames();
+static std::optional<std::map<std::string, int64_t>> drawSizes(CheckCore &core, std::mt19937_64 &rng) {
+  std::vector<std::string> syms = core.symbols;
   std::shuffle(syms.begin(), syms.end(), rng);
   std::vector<Expr> targets;
   for (auto &n : syms) {
     int64_t lo = 1, hi = 8;
-    for (auto &s : S.spec.symbols)
+    for (auto &s : core.spec.symbols)
       if (s.name == n) {
         lo = s.value.value_or(s.min.value_or(1));
         hi = s.value ? lo : s.max ? std::min(*s.max, lo + 7) : lo + 7;
@@ -30,10 +30,10 @@ static std::optional<std::map<std::string, int64_t>> drawSizes(Session &S, std::
     targets.push_back(Expr::intVar(n) == Expr::intConst(pick(rng)));
   }
   while (true) {
-    smt::CheckResult r = S.solver.check("sample.sizes", smt::conj(targets));
+    smt::CheckResult r = core.solver.check("sample.sizes", smt::conj(targets));
     if (r.result == smt::Result::Sat) {
       std::map<std::string, int64_t> sizes;
-      for (auto &n : S.symbolNames())
+      for (auto &n : core.symbols)
         if (auto v = r.model.get(n))
           sizes[n] = *v;
       return sizes;
@@ -44,12 +44,13 @@ static std::optional<std::map<std::string, int64_t>> drawSizes(Session &S, std::
   }
 }
 
-void Session::sampleCheck() {
+SampleResult sampleOutputs(CheckCore &core, const std::vector<ValueInfo> &refValues, RankSides sides) {
+  const Options &opts = core.opts;
   SampleResult sr;
   std::mt19937_64 rng(opts.sampleSeed);
   std::set<std::map<std::string, int64_t>> seen;
   for (unsigned tries = 0; sr.sizes < opts.samples && tries < 20 * opts.samples; ++tries) {
-    auto drawn = drawSizes(*this, rng);
+    auto drawn = drawSizes(core, rng);
     if (!drawn)
       break;
     if (!seen.insert(*drawn).second)
@@ -60,23 +61,23 @@ void Session::sampleCheck() {
       at += (at.empty() ? "" : ", ") + n + "=" + std::to_string(v);
     ++sr.sizes;
     sr.sizesTried.push_back(at);
-    for (auto &[name, pl] : spec.outputs) {
-      auto id = ref.find(name);
+    for (auto &[name, pl] : core.spec.outputs) {
+      auto id = core.ref.find(name);
       if (!id || !refValues[*id].shape)
         continue;
-      auto sides = outputSides(*this, name, pl);
-      if (!sides) {
-        llvm::consumeError(sides.takeError());
+      auto claimed = sides.ofClaim(name, pl);
+      if (!claimed) {
+        llvm::consumeError(claimed.takeError());
         continue;
       }
       auto refDims = dimsAt(*refValues[*id].shape, sizes);
-      auto refData = witness().runReference(*id, sizes);
+      auto refData = core.witness(refValues).runReference(*id, sizes);
       if (!refDims || !refData) {
         sr.skipped.push_back("'" + name + "' at " + at + ": the reference graph cannot be run there (too large or "
                              "an op without numbers)");
         continue;
       }
-      for (auto &[rank, side] : *sides) {
+      for (auto &[rank, side] : *claimed) {
         std::string who = "output '" + name + "'" + (rank >= 0 ? " on rank " + std::to_string(rank) : "");
         auto dims = dimsAt(side.second, sizes);
         if (!dims || *dims != *refDims) {
@@ -84,7 +85,7 @@ void Session::sampleCheck() {
                                      "evaluates differently");
           continue;
         }
-        Replayer rp(classes, sizes);
+        Replayer rp(core.classes, sizes);
         std::vector<int64_t> idx(dims->size(), 0);
         size_t flat = 0;
         bool any = std::all_of(dims->begin(), dims->end(), [](int64_t d) { return d > 0; });
@@ -110,7 +111,7 @@ void Session::sampleCheck() {
       }
     }
   }
-  result.sample = std::move(sr);
+  return sr;
 }
 
 } // namespace shardproof::relation

@@ -1,5 +1,11 @@
 // Entry point: runs the phases in order.
-#include "Session.h"
+#include "Bind.h"
+#include "Check.h"
+#include "Claims.h"
+#include "NodeEval.h"
+#include "RankWorld.h"
+#include "Sample.h"
+#include "Walk.h"
 
 #include <algorithm>
 #include <chrono>
@@ -43,77 +49,87 @@ void solverStats(const smt::Solver &solver, Stats &st) {
 
 } // namespace
 
+// The op table follows the default domain's opsets 13 to 17 (what torch 1.13
+// exports); an operator's meaning may differ outside them: UNKNOWN, not a guess.
+static void checkOpsets(CheckCore &core) {
+  std::vector<const ir::Graph *> graphs{&core.ref};
+  for (const ir::Graph &g : core.ranks)
+    graphs.push_back(&g);
+  for (const ir::Graph *g : graphs)
+    if (auto it = g->opsets.find(""); it != g->opsets.end() && (it->second < 13 || it->second > 17))
+      core.result.failures.push_back({Failure::Unsupported,
+                                      g->path + " imports opset " + std::to_string(it->second) +
+                                          " of the default ONNX domain; shardproof follows opsets 13 to 17, and "
+                                          "operators may mean other things outside them (export with "
+                                          "opset_version=17)",
+                                      "", "", "", "", {}, std::nullopt});
+}
+
+// The solver's dump folder, memory limit and deadline (the time budget).
+static void configureSolver(CheckCore &core, const Options &opts, Clock::time_point t0) {
+  if (!opts.smtDumpDir.empty())
+    core.solver.setDumpDir(opts.smtDumpDir);
+  smt::Solver::setMemoryLimitMb(opts.solverMemoryMb);
+  if (opts.timeBudgetSeconds) {
+    std::ostringstream what;
+    what << "time budget of " << *opts.timeBudgetSeconds << " s";
+    auto budget = std::chrono::duration<double>(std::max(0.0, *opts.timeBudgetSeconds));
+    core.solver.setDeadline(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget),
+                            what.str());
+  }
+}
+
 llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, const spec::Spec &spec,
                               const Options &opts) {
   auto t0 = Clock::now();
   if (static_cast<int>(ranks.size()) != spec.worldSize)
     return userError("spec says world_size " + std::to_string(spec.worldSize) + " but " +
                      std::to_string(ranks.size()) + " rank models were given");
-  // Declared before the session, so it runs after the session is gone, on
-  // every return path: the next check in this process starts with empty caches.
+  // Declared before the core, so it runs after the core is gone, on every
+  // return path: the next check in this process starts with empty caches.
   struct ReleaseCaches {
     ~ReleaseCaches() { smt::releaseCaches(); }
   } release;
-  Session S(ref, ranks, spec, opts);
-  Stats &st = S.result.stats;
-  // The op table follows the default domain's opsets 13 to 17 (what torch 1.13
-  // exports); an operator's meaning may differ outside them: UNKNOWN, not a guess.
-  std::vector<const ir::Graph *> graphs{&ref};
-  for (const ir::Graph &g : ranks)
-    graphs.push_back(&g);
-  for (const ir::Graph *g : graphs)
-    if (auto it = g->opsets.find(""); it != g->opsets.end() && (it->second < 13 || it->second > 17))
-      S.result.failures.push_back({Failure::Unsupported,
-                                   g->path + " imports opset " + std::to_string(it->second) +
-                                       " of the default ONNX domain; shardproof follows opsets 13 to 17, and "
-                                       "operators may mean other things outside them (export with opset_version=17)",
-                                   "", "", "", "", {}, std::nullopt});
-  if (!opts.smtDumpDir.empty())
-    S.solver.setDumpDir(opts.smtDumpDir);
-  smt::Solver::setMemoryLimitMb(opts.solverMemoryMb);
-  if (opts.timeBudgetSeconds) {
-    std::ostringstream what;
-    what << "time budget of " << *opts.timeBudgetSeconds << " s";
-    auto budget = std::chrono::duration<double>(std::max(0.0, *opts.timeBudgetSeconds));
-    S.solver.setDeadline(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(budget), what.str());
-  }
+  CheckCore core(ref, ranks, spec, opts);
+  Stats &st = core.result.stats;
+  checkOpsets(core);
+  configureSolver(core, opts, t0);
   // The phases up to the reference walk report input errors, so they run even
   // past the deadline (their solver queries then answer Unknown at once).
-  if (auto e = S.bindRankSymbols())
-    return std::move(e);
-  if (auto e = S.setupSymbols())
-    return std::move(e);
-  if (auto e = S.bindInputs())
-    return std::move(e);
-  if (auto e = S.buildRanks())
-    return std::move(e);
+  auto bound = InputBinding(core).run();
+  if (!bound)
+    return bound.takeError();
+  std::vector<PendingObligation> obligations = std::move(bound->obligations);
+  std::vector<std::vector<ValueInfo>> rankValues = std::move(bound->rankValues);
+  std::vector<ValueInfo> refValues = std::move(bound->refValues);
+  NodeEvaluator nodes(core);
+  auto world = RankWorld(core, nodes, rankValues).build();
+  if (!world)
+    return world.takeError();
+  obligations.insert(obligations.end(), world->begin(), world->end());
   st.worldSeconds = since(t0);
   auto t1 = Clock::now();
-  if (auto e = S.inferReference())
-    return std::move(e);
+  // The spec's claims, checked at `layers:` checkpoints during the walk and on
+  // the outputs after it.
+  Claims claims(core, refValues, rankValues);
+  auto walked = ReferenceWalk(core, nodes, claims, refValues, rankValues).run();
+  if (!walked)
+    return walked.takeError();
+  obligations.insert(obligations.end(), walked->begin(), walked->end());
   st.inferSeconds = since(t1);
   auto t2 = Clock::now();
-  if (!S.solver.pastDeadline())
-    S.checkObligations();
-  if (auto e = S.checkOutputs())
-    return std::move(e);
-  S.decide();
-  if (S.result.verdict == Verdict::Unknown && S.solver.pastDeadline()) {
-    // The budget is why: say so first, with what it cut short.
-    const std::string budget = S.solver.budgetMessage();
-    auto byBudget = [&](const Failure &f) { return f.message.find(budget) != std::string::npos; };
-    if (std::none_of(S.result.failures.begin(), S.result.failures.end(), byBudget))
-      S.result.failures.push_back({Failure::SolverUnknown, budget + " before the check finished", "", "", "", "", {},
-                                   std::nullopt});
-    std::stable_partition(S.result.failures.begin(), S.result.failures.end(), byBudget);
-    S.result.reason = S.result.failures.front().message;
+  auto checked = OutputCheck(core, claims).run(obligations);
+  if (!checked)
+    return checked.takeError();
+  Result result = std::move(*checked);
+  result.stats.checkSeconds = since(t2);
+  if (opts.samples > 0 && result.verdict == Verdict::Verified) {
+    std::vector<PendingObligation> unused; // --sample decides nothing
+    result.sample = sampleOutputs(core, refValues, claims.sides(unused));
   }
-  st.checkSeconds = since(t2);
-  if (opts.samples > 0 && S.result.verdict == Verdict::Verified)
-    S.sampleCheck();
-  solverStats(S.solver, st);
-  st.seconds = since(t0);
-  return std::move(S.result);
+  solverStats(core.solver, result.stats);
+  result.stats.seconds = since(t0);
+  return result;
 }
 
 } // namespace shardproof::relation

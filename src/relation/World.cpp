@@ -1,6 +1,8 @@
-// Building the merged world of rank tensors: symbols, spec-bound inputs,
-// every rank's nodes, and the collectives that tie the ranks together.
-#include "Session.h"
+// Input binding: the size symbols and every input and initializer of the
+// reference and rank graphs, bound to the spec's placements.
+#include "NodeEval.h"
+#include "RankSides.h"
+#include "Bind.h"
 
 #include <map>
 #include <set>
@@ -10,14 +12,18 @@ namespace shardproof::relation {
 using smt::Expr;
 using namespace ir;
 
-smt::Expr Session::bounds(const Shape &s, const char *prefix) {
-  std::vector<Expr> cs;
-  for (size_t d = 0; d < s.rank(); ++d)
-    cs.push_back(inRange(indexVar(prefix, static_cast<unsigned>(d)), Expr::intConst(0), s.dims[d]));
-  return smt::conj(cs);
+llvm::Expected<BoundInputs> InputBinding::run() {
+  if (auto e = bindRankSymbols())
+    return std::move(e);
+  core.symbols = symbolNames();
+  if (auto e = setupSymbols())
+    return std::move(e);
+  if (auto e = bindInputs())
+    return std::move(e);
+  return BoundInputs{std::move(refValues), std::move(rankValues), std::move(obligations)};
 }
 
-std::vector<std::string> Session::symbolNames() const {
+std::vector<std::string> InputBinding::symbolNames() const {
   std::set<std::string> names;
   for (auto &s : spec.symbols)
     names.insert(s.name);
@@ -38,7 +44,7 @@ std::vector<std::string> Session::symbolNames() const {
   return {names.begin(), names.end()};
 }
 
-llvm::Error Session::setupSymbols() {
+llvm::Error InputBinding::setupSymbols() {
   std::set<std::string> declared;
   for (auto &s : spec.symbols) {
     declared.insert(s.name);
@@ -74,35 +80,6 @@ llvm::Error Session::setupSymbols() {
 }
 
 
-ValueInfo Session::constantValue(const std::string &name, const std::shared_ptr<const TensorData> &data) {
-  ValueInfo v;
-  v.data = data;
-  v.dtype = data->dtype;
-  Shape s;
-  for (auto d : data->dims)
-    s.dims.push_back(Expr::intConst(d));
-  v.shape = s;
-  if (!isFloating(data->dtype)) {
-    IntTensor it;
-    it.dims = data->dims;
-    for (auto x : data->ints)
-      it.vals.push_back(Expr::intConst(x));
-    v.value = it;
-  }
-  if (data->numElements() == 1) {
-    v.term = mkConst(data->at(0));
-  } else {
-    std::vector<double> vals;
-    for (int64_t i = 0; i < data->numElements(); ++i)
-      vals.push_back(data->at(i));
-    ClassId c = classes.constant("const:" + name, data->dims, vals);
-    v.term = mkRead(c, indexVars("i", static_cast<unsigned>(data->dims.size())));
-  }
-  return v;
-}
-
-
-
 static std::string shardSizeName(const std::string &tensor, int r) { return tensor + "@" + std::to_string(r); }
 
 // `*` matches any run of characters (a layer number, a module path).
@@ -120,7 +97,7 @@ static bool globMatch(const char *p, const char *s) {
 // a pattern; a pattern that matches nothing, or two patterns claiming the same
 // tensor, is an input error.
 llvm::Expected<std::vector<std::pair<std::string, spec::Placement>>>
-Session::expandPatterns(const std::vector<std::string> &sources) const {
+InputBinding::expandPatterns(const std::vector<std::string> &sources) const {
   std::vector<std::pair<std::string, spec::Placement>> out;
   std::set<std::string> exact;
   for (auto &[name, pl] : spec.inputs)
@@ -153,7 +130,7 @@ Session::expandPatterns(const std::vector<std::string> &sources) const {
   return out;
 }
 
-llvm::Error Session::bindRelationLeaves(const spec::RelExpr &e) {
+llvm::Error InputBinding::bindRelationLeaves(const spec::RelExpr &e) {
   if (e.kind == spec::RelExpr::Kind::Call) {
     for (auto &a : e.args)
       if (auto err = bindRelationLeaves(a))
@@ -181,7 +158,7 @@ llvm::Error Session::bindRelationLeaves(const spec::RelExpr &e) {
   return llvm::Error::success();
 }
 
-llvm::Error Session::bindInputs() {
+llvm::Error InputBinding::bindInputs() {
   int P = worldSize();
   rankValues.assign(P, {});
   for (int r = 0; r < P; ++r)
@@ -351,7 +328,8 @@ llvm::Error Session::bindInputs() {
       // x1 = slice(x@0, ...), x2 = slice(x@0, ...)).
       if (auto e = bindRelationLeaves(*pl.relation))
         return e;
-      auto rel = compileRelation(*pl.relation);
+      RankSides sides(ref, refValues, ranks, rankValues, obligations);
+      auto rel = sides.compileRelation(*pl.relation);
       if (!rel)
         return rel.takeError();
       rv.term = rel->first;
@@ -372,14 +350,14 @@ llvm::Error Session::bindInputs() {
                        spec.referenceLoc);
   for (int id : ref.initializers)
     if (!bound.count(ref.values[id].name))
-      refValues[id] = constantValue(ref.values[id].name, ref.values[id].init);
+      refValues[id] = constantValue(classes, ref.values[id].name, ref.values[id].init);
 
   // Rank sources not bound by the spec: constants, or free per-rank inputs.
   for (int r = 0; r < P; ++r) {
     const Graph &g = ranks[r];
     for (int id : g.initializers)
       if (!rankValues[r][id].term)
-        rankValues[r][id] = constantValue(g.values[id].name, g.values[id].init);
+        rankValues[r][id] = constantValue(classes, g.values[id].name, g.values[id].init);
     for (int id : g.inputs) {
       if (rankValues[r][id].term)
         continue;

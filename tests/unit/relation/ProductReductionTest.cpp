@@ -2,7 +2,8 @@
 // where a select flips, the parts are multiplied, never added; a product is
 // never equal to the sum of the same body; the evaluator multiplies.
 #include "Prover.h"
-#include "Session.h"
+#include "Prover.h"
+#include "Replayer.h"
 
 #include "shardproof/smt/Solver.h"
 

@@ -3,7 +3,7 @@
 // (seq, batch) after its all-gather; the two are the same sum. The exchange
 // needs independent ranges and one kind of reduction, else no proof.
 #include "Prover.h"
-#include "Session.h"
+#include "Replayer.h"
 
 #include "shardproof/smt/Solver.h"
 

@@ -5,7 +5,8 @@
 // every index of a small tensor. Rotated q and k shifted by the same angle
 // reach the unshifted scores' normal form; only q shifted does not.
 #include "Prover.h"
-#include "Session.h"
+#include "Prover.h"
+#include "Replayer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,43 @@
+// Internal: the output check, the last phase (Check.cpp). It decides the size
+// obligations the earlier phases raised, checks the spec's claim on every
+// reference output, and returns the Result: verdict, the failure shown first,
+// stats.
+#pragma once
+
+#include "Claims.h"
+#include "Core.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace shardproof::relation {
+
+class OutputCheck {
+public:
+  OutputCheck(CheckCore &core, Claims &claims) : core(core), claims(claims) {}
+
+  /// Takes the result under construction out of `core`. A spec output the
+  /// reference lacks, or a reference output without placement, is a user error.
+  llvm::Expected<Result> run(const std::vector<PendingObligation> &obligations);
+
+private:
+  CheckCore &core;
+  Claims &claims;
+
+  void checkObligations(const std::vector<PendingObligation> &obligations);
+  Failure obligationFailure(const PendingObligation &po, const smt::Proof &p);
+  Counterexample obligationCounterexample(const PendingObligation &po, const smt::Proof &p);
+  /// Each output against its placement; the size conditions its relation
+  /// raises go to `fromRelations`.
+  llvm::Error checkOutputs(std::vector<PendingObligation> &fromRelations);
+  llvm::Expected<spec::Placement> placementOf(const std::string &output);
+  void labelProvenOutput(const std::string &name, const spec::Placement &pl);
+  void decide();
+  void demoteProvenBranches();
+  void moveToNotes(const std::function<bool(const Failure &)> &isNote, const std::string &why);
+  void orderFailures();
+  void blameTheBudget();
+};
+
+} // namespace shardproof::relation

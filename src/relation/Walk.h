@@ -1,0 +1,71 @@
+// Internal: the reference walk (Infer.cpp, Propose.cpp). Each reference node
+// is evaluated over its inputs' relations, and each tensor it computes is
+// covered by the ranks' classes (or proven equal to the ranks' tensors of the
+// same name, or to the spec's claim at a `layers:` checkpoint). Relation rows,
+// checkpoint claims and failures go to the result.
+#pragma once
+
+#include "Claims.h"
+#include "Core.h"
+#include "NodeEval.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardproof::relation {
+
+class ReferenceWalk {
+public:
+  /// `refValues` holds the bound inputs and initializers; the walk fills in
+  /// every node's outputs. It reads the rank world's values.
+  ReferenceWalk(CheckCore &core, NodeEvaluator &nodes, Claims &claims, std::vector<ValueInfo> &refValues,
+                const std::vector<std::vector<ValueInfo>> &rankValues)
+      : core(core), nodes(nodes), claims(claims), refValues(refValues), rankValues(rankValues) {}
+
+  /// Walks the reference graph; returns the size conditions its nodes and
+  /// checkpoint claims raised. A malformed reference or spec is a user error.
+  llvm::Expected<std::vector<PendingObligation>> run();
+
+private:
+  CheckCore &core;
+  NodeEvaluator &nodes;
+  Claims &claims;
+  std::vector<ValueInfo> &refValues;
+  const std::vector<std::vector<ValueInfo>> &rankValues;
+  std::vector<PendingObligation> raised;
+  /// Only the first reference node without a relation is a failure.
+  bool reportedUnresolved = false;
+  /// The smallest admissible sizes (computed once; empty if none).
+  std::optional<std::map<std::string, int64_t>> smallestSizes;
+
+  using Checkpoints = std::map<std::string, const spec::Placement *>;
+  llvm::Expected<Checkpoints> checkpoints() const;
+  void stopAtDeadline(const ir::Node &n);
+  llvm::Error walkNode(const ir::Node &n, const Checkpoints &checkpoints);
+  llvm::Error relateOutput(const ir::Node &n, int o, unsigned unknownBefore, const Checkpoints &checkpoints);
+  void reportUnsupported(const ir::Node &n, int o, RelationRow &row);
+  RelationRow::Status coverOrView(const ir::Node &n, ValueInfo &v);
+  llvm::Error proveCheckpoint(int o, const spec::Placement &pl, RelationRow &row);
+  Failure noRelation(const ir::Node &n, int o, unsigned unknownBefore);
+  /// `prover.cover` under the tensor's bounds (already on the path), reused
+  /// for a term identical up to class names (the same tensor one layer up).
+  Term coverMemoized(const Term &t, const ir::Shape &shape, unsigned &matches);
+  /// A read of a fresh leaf standing for reference tensor `id` (see
+  /// ClassInfo::abstractedReference), at the free indices i!0...
+  Term abstractReference(int id);
+  // Propose.cpp
+  /// Reference tensor `id`'s term as the ranks' tensors of the same name
+  /// (replicated, partial or one shard axis), when that is proven.
+  std::optional<Term> proposeByName(int id);
+  std::vector<spec::Placement> sameNamePlacements(int id);
+  /// Whether `a` and `b` (element terms of a tensor of `shape`) differ on
+  /// numbers at the smallest admissible sizes, at a few elements.
+  bool differsOnNumbers(const Term &a, const Term &b, const ir::Shape &shape);
+  std::optional<int> unreducedInput(const ir::Node &n) const;
+  std::vector<std::string> nearbyRankNodes(const Term &t, const ir::Node &refNode) const;
+  bool readsAny(int r, const ir::Node &n, const std::vector<ClassId> &reads) const;
+};
+
+} // namespace shardproof::relation
