@@ -12,6 +12,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +65,25 @@ private:
   std::vector<std::string> symbolNames() const;
   llvm::Error setupSymbols();
   llvm::Error bindInputs();
+  /// A placed reference input and its rank counterparts (none for a relation,
+  /// which names its own rank tensors).
+  struct Placed {
+    std::string name;
+    spec::Placement pl;
+    int refId;
+    ir::Shape refShape;
+    std::vector<int> rankIds;
+    std::vector<ir::Shape> rankShapes;
+  };
+  std::vector<std::string> referenceSources() const;
+  llvm::Expected<Placed> locate(const std::string &name, const spec::Placement &pl);
+  llvm::Error sameRankAs(const Placed &in, int r) const;
+  llvm::Error bindPlaced(const Placed &in);
+  llvm::Error bindReplicated(const Placed &in);
+  llvm::Error bindSplit(const Placed &in);
+  llvm::Error bindRelation(const Placed &in);
+  llvm::Error bindUnplacedReferenceSources(const std::set<std::string> &bound);
+  llvm::Error bindUnplacedRankSources();
   llvm::Expected<std::vector<std::pair<std::string, spec::Placement>>>
   expandPatterns(const std::vector<std::string> &sources) const;
   llvm::Error bindRelationLeaves(const spec::RelExpr &e);

@@ -158,6 +158,15 @@ llvm::Error InputBinding::bindRelationLeaves(const spec::RelExpr &e) {
   return llvm::Error::success();
 }
 
+std::vector<std::string> InputBinding::referenceSources() const {
+  std::vector<std::string> out;
+  for (int id : ref.inputs)
+    out.push_back(ref.values[id].name);
+  for (int id : ref.initializers)
+    out.push_back(ref.values[id].name);
+  return out;
+}
+
 llvm::Error InputBinding::bindInputs() {
   int P = worldSize();
   rankValues.assign(P, {});
@@ -165,185 +174,219 @@ llvm::Error InputBinding::bindInputs() {
     rankValues[r].resize(ranks[r].values.size());
   refValues.resize(ref.values.size());
   std::set<std::string> bound;
-
-  auto refSources = [&] {
-    std::vector<std::string> out;
-    for (int id : ref.inputs)
-      out.push_back(ref.values[id].name);
-    for (int id : ref.initializers)
-      out.push_back(ref.values[id].name);
-    return out;
-  };
-  auto rankNames = [&](int r) { return ranks[r].valueNames(); };
-
-  auto expanded = expandPatterns(refSources());
+  auto expanded = expandPatterns(referenceSources());
   if (!expanded)
     return expanded.takeError();
   for (auto &[name, pl] : *expanded) {
-    auto refId = ref.find(name);
-    if (!refId && pl.valueBinding) {
+    if (!ref.find(name) && pl.valueBinding) {
       // A size passed as data to the ranks only (seq_len, lengths).
       if (auto e = bindRankOnlyValue(name, pl))
         return e;
       continue;
     }
-    if (!refId || !ref.isSource(*refId))
-      return userError("spec input '" + name + "' is not an input or initializer of the reference model " +
-                           ref.path + didYouMean(name, refSources()),
-                       pl.loc);
-    auto refShape = declaredShape(ref, *refId);
-    if (!refShape)
-      return userError("reference input '" + name + "' has no declared shape", pl.loc);
+    auto placed = locate(name, pl);
+    if (!placed)
+      return placed.takeError();
     bound.insert(name);
-    std::vector<int> rankIds(P);
-    std::vector<Shape> rankShapes(P);
-    for (int r = 0; r < P; ++r) {
-      std::string rn = spec::Spec::rankName(name, pl, r);
-      auto id = ranks[r].find(rn);
-      // A relation names its rank tensors itself (x1 = slice(x@0, ...)).
-      if (pl.kind == spec::Placement::Kind::Relation)
-        break;
-      if (!id || !ranks[r].isSource(*id))
-        return userError("rank " + std::to_string(r) + " (" + ranks[r].path + ") has no input or initializer '" +
-                             rn + "' for spec input '" + name + "'" + didYouMean(rn, rankNames(r)),
-                         pl.loc);
-      auto s = rankShapeOf(r, *id);
-      if (!s)
-        return userError("rank " + std::to_string(r) + ": input '" + rn + "' has no declared shape", pl.loc);
-      rankIds[r] = *id;
-      rankShapes[r] = *s;
-      rankValues[r][*id].shape = s;
-      rankValues[r][*id].dtype = ranks[r].values[*id].dtype;
+    if (auto e = bindPlaced(*placed))
+      return e;
+  }
+  if (auto e = bindUnplacedReferenceSources(bound))
+    return e;
+  return bindUnplacedRankSources();
+}
+
+// The reference input and, unless a relation names its own rank tensors, each
+// rank's input of the placement's name, with their declared shapes.
+llvm::Expected<InputBinding::Placed> InputBinding::locate(const std::string &name, const spec::Placement &pl) {
+  int P = worldSize();
+  auto refId = ref.find(name);
+  if (!refId || !ref.isSource(*refId))
+    return userError("spec input '" + name + "' is not an input or initializer of the reference model " + ref.path +
+                         didYouMean(name, referenceSources()),
+                     pl.loc);
+  auto refShape = declaredShape(ref, *refId);
+  if (!refShape)
+    return userError("reference input '" + name + "' has no declared shape", pl.loc);
+  Placed in{name, pl, *refId, *refShape, std::vector<int>(P), std::vector<Shape>(P)};
+  // A relation names its rank tensors itself (x1 = slice(x@0, ...)).
+  if (pl.kind == spec::Placement::Kind::Relation)
+    return in;
+  for (int r = 0; r < P; ++r) {
+    std::string rn = spec::Spec::rankName(name, pl, r);
+    auto id = ranks[r].find(rn);
+    if (!id || !ranks[r].isSource(*id))
+      return userError("rank " + std::to_string(r) + " (" + ranks[r].path + ") has no input or initializer '" + rn +
+                           "' for spec input '" + name + "'" + didYouMean(rn, ranks[r].valueNames()),
+                       pl.loc);
+    auto s = rankShapeOf(r, *id);
+    if (!s)
+      return userError("rank " + std::to_string(r) + ": input '" + rn + "' has no declared shape", pl.loc);
+    in.rankIds[r] = *id;
+    in.rankShapes[r] = *s;
+    rankValues[r][*id].shape = s;
+    rankValues[r][*id].dtype = ranks[r].values[*id].dtype;
+  }
+  return in;
+}
+
+llvm::Error InputBinding::sameRankAs(const Placed &in, int r) const {
+  const Shape &s = in.rankShapes[r];
+  if (s.rank() != in.refShape.rank())
+    return userError("rank " + std::to_string(r) + ": '" + in.name + "' has rank " + std::to_string(s.rank()) +
+                         " but the reference's has rank " + std::to_string(in.refShape.rank()),
+                     in.pl.loc);
+  return llvm::Error::success();
+}
+
+llvm::Error InputBinding::bindPlaced(const Placed &in) {
+  ValueInfo &rv = refValues[in.refId];
+  rv.shape = in.refShape;
+  rv.dtype = ref.values[in.refId].dtype;
+  using K = spec::Placement::Kind;
+  switch (in.pl.kind) {
+  case K::Replicated:
+    return bindReplicated(in);
+  case K::Partial:
+  case K::Shard:
+    return bindSplit(in);
+  case K::Relation:
+    return bindRelation(in);
+  }
+  return llvm::Error::success();
+}
+
+// One leaf every rank reads; each rank's shape must be the reference's.
+llvm::Error InputBinding::bindReplicated(const Placed &in) {
+  const std::string &name = in.name;
+  const spec::Placement &pl = in.pl;
+  const Shape &refShape = in.refShape;
+  ValueInfo &rv = refValues[in.refId];
+  if (auto e = checkElementCount(name, refShape, pl))
+    return e;
+  rv.term = boundLeaf(name, refShape, pl);
+  if (pl.valueBinding) {
+    if (isFloating(rv.dtype))
+      return userError("spec input '" + name + "': '" + std::string(pl.exactValue ? "value" : "each") +
+                           "' binds an integer tensor, but '" + name + "' has a floating type",
+                       pl.loc);
+    rv.value = exactValues(refShape, pl);
+  }
+  for (int r = 0; r < worldSize(); ++r) {
+    ValueInfo &v = rankValues[r][in.rankIds[r]];
+    v.value = rv.value;
+    if (auto e = sameRankAs(in, r))
+      return e;
+    for (size_t d = 0; d < refShape.rank(); ++d)
+      obligations.push_back({{"rank " + std::to_string(r) + "'s '" + name + "' has the reference's dim " +
+                                  std::to_string(d) + " (replicated)",
+                              in.rankShapes[r].dims[d] == refShape.dims[d]},
+                             r, "", ""});
+    v.term = rv.term;
+  }
+  return llvm::Error::success();
+}
+
+// A leaf per rank: the reference is their sum (partial) or their
+// concatenation along the shard axis, each shard sized by the split policy.
+llvm::Error InputBinding::bindSplit(const Placed &in) {
+  const std::string &name = in.name;
+  const spec::Placement &pl = in.pl;
+  const Shape &refShape = in.refShape;
+  const int P = worldSize();
+  const bool shard = pl.kind == spec::Placement::Kind::Shard;
+  int64_t axis = pl.axis;
+  if (shard) {
+    auto a = normAxis(Node{}, axis, refShape.rank());
+    if (!a)
+      return userError("spec input '" + name + "': shard axis " + std::to_string(pl.axis) +
+                           " out of range for rank " + std::to_string(refShape.rank()),
+                       pl.loc);
+    axis = *a;
+  }
+  IndexVec iv = indexVars("i", static_cast<unsigned>(refShape.rank()));
+  Expr off = Expr::intConst(0);
+  for (int r = 0; r < P; ++r) {
+    if (auto e = sameRankAs(in, r))
+      return e;
+    const Shape &rs = in.rankShapes[r];
+    ClassInfo ci;
+    ci.kind = ClassInfo::Leaf;
+    ci.label = shardSizeName(name, r);
+    ci.shape = rs;
+    ci.rank = r;
+    ClassId c = classes.add(ci);
+    boundValues(c, pl);
+    rankValues[r][in.rankIds[r]].term = mkRead(c, iv);
+    for (size_t d = 0; d < refShape.rank(); ++d) {
+      if (shard && static_cast<int64_t>(d) == axis)
+        continue;
+      obligations.push_back({{"rank " + std::to_string(r) + "'s '" + name + "' matches the reference in dim " +
+                                  std::to_string(d),
+                              rs.dims[d] == refShape.dims[d]},
+                             r, "", ""});
     }
-    ValueInfo &rv = refValues[*refId];
-    rv.shape = refShape;
-    rv.dtype = ref.values[*refId].dtype;
-    IndexVec iv = indexVars("i", static_cast<unsigned>(refShape->rank()));
-    // Init-captures: clang before 16 cannot capture structured bindings (build-asan uses clang-14).
-    auto sameRankAs = [&, &name = name, &pl = pl](const Shape &s, int r) -> llvm::Error {
-      if (s.rank() != refShape->rank())
-        return userError("rank " + std::to_string(r) + ": '" + name + "' has rank " + std::to_string(s.rank()) +
-                             " but the reference's has rank " + std::to_string(refShape->rank()),
-                         pl.loc);
-      return llvm::Error::success();
-    };
-    using K = spec::Placement::Kind;
-    switch (pl.kind) {
-    case K::Replicated: {
-      if (auto e = checkElementCount(name, *refShape, pl))
-        return e;
-      rv.term = boundLeaf(name, *refShape, pl);
-      if (pl.valueBinding) {
-        if (isFloating(rv.dtype))
-          return userError("spec input '" + name + "': '" + std::string(pl.exactValue ? "value" : "each") +
-                               "' binds an integer tensor, but '" + name + "' has a floating type",
-                           pl.loc);
-        rv.value = exactValues(*refShape, pl);
-      }
-      for (int r = 0; r < P; ++r) {
-        rankValues[r][rankIds[r]].value = rv.value;
-        if (auto e = sameRankAs(rankShapes[r], r))
-          return e;
-        for (size_t d = 0; d < refShape->rank(); ++d)
-          obligations.push_back({{"rank " + std::to_string(r) + "'s '" + name + "' has the reference's dim " +
-                                      std::to_string(d) + " (replicated)",
-                                  rankShapes[r].dims[d] == refShape->dims[d]},
-                                 r, "", ""});
-        rankValues[r][rankIds[r]].term = rv.term;
-      }
-      break;
-    }
-    case K::Partial:
-    case K::Shard: {
-      int64_t axis = pl.axis;
-      if (pl.kind == K::Shard) {
-        auto a = normAxis(Node{}, axis, refShape->rank());
-        if (!a)
-          return userError("spec input '" + name + "': shard axis " + std::to_string(pl.axis) +
-                               " out of range for rank " + std::to_string(refShape->rank()),
-                           pl.loc);
-        axis = *a;
-      }
-      std::vector<Term> parts;
-      Expr off = Expr::intConst(0);
-      for (int r = 0; r < P; ++r) {
-        if (auto e = sameRankAs(rankShapes[r], r))
-          return e;
-        ClassInfo ci;
-        ci.kind = ClassInfo::Leaf;
-        ci.label = shardSizeName(name, r);
-        ci.shape = rankShapes[r];
-        ci.rank = r;
-        ClassId c = classes.add(ci);
-        boundValues(c, pl);
-        rankValues[r][rankIds[r]].term = mkRead(c, iv);
-        for (size_t d = 0; d < refShape->rank(); ++d) {
-          if (pl.kind == K::Shard && static_cast<int64_t>(d) == axis)
-            continue;
-          obligations.push_back({{"rank " + std::to_string(r) + "'s '" + name + "' matches the reference in dim " +
-                                      std::to_string(d),
-                                  rankShapes[r].dims[d] == refShape->dims[d]},
-                                 r, "", ""});
-        }
-        if (pl.kind == K::Shard) {
-          std::vector<Obligation> pol;
-          if (auto want = policySize(pl, refShape->dims[axis], r, P, pol, name))
-            pol.push_back({"rank " + std::to_string(r) + "'s shard of '" + name + "' has the size its split policy "
-                                                                                "gives (the policy gives " +
-                               want->simplify().str() + " on axis " + std::to_string(axis) + ", the graph has " +
-                               rankShapes[r].dims[axis].str() + ")",
-                           rankShapes[r].dims[axis] == *want});
-          for (auto &o : pol)
-            obligations.push_back({o, r, "", ""});
-          off = (off + rankShapes[r].dims[axis]).simplify();
-        }
-      }
-      if (pl.kind == K::Partial) {
-        for (int r = 0; r < P; ++r)
-          parts.push_back(rankValues[r][rankIds[r]].term);
-        rv.term = mkAdd(parts);
-      } else {
-        // Under pad_to_multiple the shards hold the padded length; rows past
-        // the reference's are pad, which no reference element reads.
-        Expr whole = paddedLength(pl, refShape->dims[axis]);
-        obligations.push_back({{"the shards of '" + name + "' add up to its reference size along axis " +
-                                    std::to_string(axis) +
-                                    (pl.split == spec::Placement::Split::PadToMultiple ? " (padded)" : "") +
-                                    " (they add up to " + off.simplify().str() + ", the reference has " +
-                                    whole.simplify().str() + ")",
-                                off == whole},
-                               -1, "", ""});
-        rv.term = concatAlong(
-                      P, axis, iv, [&](size_t r) { return rankShapes[r].dims[axis]; },
-                      [&](size_t r, const IndexVec &src) {
-                        return instantiate(rankValues[r][rankIds[r]].term, iv, src, 0);
-                      })
-                      .first;
-      }
-      break;
-    }
-    case K::Relation: {
-      // Every rank input the relation names is a leaf, bound once: several
-      // reference inputs may be parts of one rank tensor (packed sequences:
-      // x1 = slice(x@0, ...), x2 = slice(x@0, ...)).
-      if (auto e = bindRelationLeaves(*pl.relation))
-        return e;
-      RankSides sides(ref, refValues, ranks, rankValues, obligations);
-      auto rel = sides.compileRelation(*pl.relation);
-      if (!rel)
-        return rel.takeError();
-      rv.term = rel->first;
-      for (size_t d = 0; d < refShape->rank() && d < rel->second.rank(); ++d)
-        obligations.push_back({{"relation of '" + name + "' has the reference's dim " + std::to_string(d),
-                                rel->second.dims[d] == refShape->dims[d]},
-                               -1, "", ""});
-      break;
-    }
+    if (shard) {
+      std::vector<Obligation> pol;
+      if (auto want = policySize(pl, refShape.dims[axis], r, P, pol, name))
+        pol.push_back({"rank " + std::to_string(r) + "'s shard of '" + name + "' has the size its split policy "
+                                                                            "gives (the policy gives " +
+                           want->simplify().str() + " on axis " + std::to_string(axis) + ", the graph has " +
+                           rs.dims[axis].str() + ")",
+                       rs.dims[axis] == *want});
+      for (auto &o : pol)
+        obligations.push_back({o, r, "", ""});
+      off = (off + rs.dims[axis]).simplify();
     }
   }
+  ValueInfo &rv = refValues[in.refId];
+  if (!shard) {
+    std::vector<Term> parts;
+    for (int r = 0; r < P; ++r)
+      parts.push_back(rankValues[r][in.rankIds[r]].term);
+    rv.term = mkAdd(parts);
+    return llvm::Error::success();
+  }
+  // Under pad_to_multiple the shards hold the padded length; rows past the
+  // reference's are pad, which no reference element reads.
+  Expr whole = paddedLength(pl, refShape.dims[axis]);
+  obligations.push_back({{"the shards of '" + name + "' add up to its reference size along axis " +
+                              std::to_string(axis) +
+                              (pl.split == spec::Placement::Split::PadToMultiple ? " (padded)" : "") +
+                              " (they add up to " + off.simplify().str() + ", the reference has " +
+                              whole.simplify().str() + ")",
+                          off == whole},
+                         -1, "", ""});
+  rv.term = concatAlong(
+                P, axis, iv, [&](size_t r) { return in.rankShapes[r].dims[axis]; },
+                [&](size_t r, const IndexVec &src) {
+                  return instantiate(rankValues[r][in.rankIds[r]].term, iv, src, 0);
+                })
+                .first;
+  return llvm::Error::success();
+}
 
-  // Reference sources: every graph input must be placed; initializers not in the
-  // spec are constants (shared with the ranks by content).
+// Every rank input the relation names is a leaf, bound once: several reference
+// inputs may be parts of one rank tensor (packed sequences: x1 = slice(x@0,
+// ...), x2 = slice(x@0, ...)).
+llvm::Error InputBinding::bindRelation(const Placed &in) {
+  if (auto e = bindRelationLeaves(*in.pl.relation))
+    return e;
+  RankSides sides(ref, refValues, ranks, rankValues, obligations);
+  auto rel = sides.compileRelation(*in.pl.relation);
+  if (!rel)
+    return rel.takeError();
+  refValues[in.refId].term = rel->first;
+  for (size_t d = 0; d < in.refShape.rank() && d < rel->second.rank(); ++d)
+    obligations.push_back({{"relation of '" + in.name + "' has the reference's dim " + std::to_string(d),
+                            rel->second.dims[d] == in.refShape.dims[d]},
+                           -1, "", ""});
+  return llvm::Error::success();
+}
+
+// Every reference graph input must be placed; initializers not in the spec are
+// constants (shared with the ranks by content).
+llvm::Error InputBinding::bindUnplacedReferenceSources(const std::set<std::string> &bound) {
   for (int id : ref.inputs)
     if (!bound.count(ref.values[id].name))
       return userError("reference input '" + ref.values[id].name + "' has no placement in the spec's inputs:",
@@ -351,9 +394,12 @@ llvm::Error InputBinding::bindInputs() {
   for (int id : ref.initializers)
     if (!bound.count(ref.values[id].name))
       refValues[id] = constantValue(classes, ref.values[id].name, ref.values[id].init);
+  return llvm::Error::success();
+}
 
-  // Rank sources not bound by the spec: constants, or free per-rank inputs.
-  for (int r = 0; r < P; ++r) {
+// Rank sources the spec does not bind: constants, or free per-rank inputs.
+llvm::Error InputBinding::bindUnplacedRankSources() {
+  for (int r = 0; r < worldSize(); ++r) {
     const Graph &g = ranks[r];
     for (int id : g.initializers)
       if (!rankValues[r][id].term)

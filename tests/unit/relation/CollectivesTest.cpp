@@ -16,11 +16,7 @@ namespace {
 
 constexpr int64_t D = 4;
 
-spec::Spec parse(const std::string &yaml) {
-  auto s = spec::parseSpec(yaml, "c.yaml");
-  EXPECT_TRUE(static_cast<bool>(s)) << (s ? "" : shardproof::toString(s.takeError()));
-  return s ? *s : spec::Spec{};
-}
+spec::Spec parse(const std::string &yaml) { return shardproof::testing::parseSpecText(yaml, "c.yaml"); }
 
 llvm::Expected<relation::Result> run(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, const spec::Spec &s) {
   return relation::verify(ref, ranks, s);

@@ -11,11 +11,7 @@ using shardproof::testing::GraphBuilder;
 
 namespace {
 
-spec::Spec parse(const std::string &text) {
-  auto s = spec::parseSpec(text, "fuzz.yaml");
-  EXPECT_TRUE(static_cast<bool>(s)) << (s ? "" : shardproof::toString(s.takeError()));
-  return s ? *s : spec::Spec{};
-}
+spec::Spec parse(const std::string &text) { return shardproof::testing::parseSpecText(text, "fuzz.yaml"); }
 
 } // namespace
 

@@ -5,6 +5,8 @@
 #include "shardproof/ir/Graph.h"
 #include "shardproof/spec/Spec.h"
 
+#include <gtest/gtest.h>
+
 #include <variant>
 
 namespace shardproof::testing {
@@ -102,5 +104,13 @@ private:
   }
   ir::Graph g_;
 };
+
+/// A spec from YAML text; a spec that does not parse fails the test (and an
+/// empty spec is returned).
+inline spec::Spec parseSpecText(const std::string &yaml, const std::string &file = "test.yaml") {
+  auto s = spec::parseSpec(yaml, file);
+  EXPECT_TRUE(static_cast<bool>(s)) << (s ? "" : shardproof::toString(s.takeError()));
+  return s ? *s : spec::Spec{};
+}
 
 } // namespace shardproof::testing

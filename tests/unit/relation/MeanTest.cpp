@@ -16,11 +16,7 @@ namespace {
 
 constexpr int64_t D = 4;
 
-spec::Spec parse(const std::string &yaml) {
-  auto s = spec::parseSpec(yaml, "m.yaml");
-  EXPECT_TRUE(static_cast<bool>(s)) << (s ? "" : shardproof::toString(s.takeError()));
-  return s ? *s : spec::Spec{};
-}
+spec::Spec parse(const std::string &yaml) { return shardproof::testing::parseSpecText(yaml, "m.yaml"); }
 
 // loss = mean of x * x over every element of x[rows, D].
 ir::Graph meanLoss(const std::string &file, const std::string &rows) {

@@ -33,11 +33,8 @@ symbols: {n: {min: 1}}
 inputs: {x: replicated}
 outputs: {y: ")" + relation + R"("}
 )";
-  auto s = spec::parseSpec(yaml, "m.yaml");
-  EXPECT_TRUE(static_cast<bool>(s)) << (s ? "" : shardproof::toString(s.takeError()));
-  if (!s)
-    return {};
-  auto r = relation::verify(zeros("ref.onnx"), {zeros("rank0.onnx"), zeros("rank1.onnx")}, *s);
+  auto r = relation::verify(zeros("ref.onnx"), {zeros("rank0.onnx"), zeros("rank1.onnx")},
+                            shardproof::testing::parseSpecText(yaml));
   EXPECT_TRUE(static_cast<bool>(r)) << (r ? "" : shardproof::toString(r.takeError()));
   return r ? *r : relation::Result{};
 }
