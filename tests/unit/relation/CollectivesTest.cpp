@@ -3,6 +3,7 @@
 // sequence and head sharding. Each correct use is VERIFIED for every size; the
 // usual slips are REFUTED or rejected with both ranks named.
 #include "GraphBuilder.h"
+#include "SpecText.h"
 
 #include "shardproof/relation/Verifier.h"
 

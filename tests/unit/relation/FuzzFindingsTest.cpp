@@ -1,6 +1,7 @@
 // Cases the fuzzers found (tests/fuzz/regressions/check holds the raw inputs),
 // written out so the contract they broke reads directly.
 #include "GraphBuilder.h"
+#include "SpecText.h"
 
 #include "shardproof/relation/Verifier.h"
 

@@ -5,8 +5,6 @@
 #include "shardproof/ir/Graph.h"
 #include "shardproof/spec/Spec.h"
 
-#include <gtest/gtest.h>
-
 #include <variant>
 
 namespace shardproof::testing {
@@ -104,13 +102,5 @@ private:
   }
   ir::Graph g_;
 };
-
-/// A spec from YAML text; a spec that does not parse fails the test (and an
-/// empty spec is returned).
-inline spec::Spec parseSpecText(const std::string &yaml, const std::string &file = "test.yaml") {
-  auto s = spec::parseSpec(yaml, file);
-  EXPECT_TRUE(static_cast<bool>(s)) << (s ? "" : shardproof::toString(s.takeError()));
-  return s ? *s : spec::Spec{};
-}
 
 } // namespace shardproof::testing

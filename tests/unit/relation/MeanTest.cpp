@@ -3,6 +3,7 @@
 // ranks' 1/(rows on the rank) and the reference's 1/batch are sizes; they
 // agree after the average over the ranks only when the split is even.
 #include "GraphBuilder.h"
+#include "SpecText.h"
 
 #include "shardproof/relation/Verifier.h"
 

@@ -4,6 +4,7 @@
 // slicing past the end of its tensor was VERIFIED when the elements it read
 // out of range happened to agree (here: zeros on both sides).
 #include "GraphBuilder.h"
+#include "SpecText.h"
 
 #include "shardproof/relation/Verifier.h"
 
