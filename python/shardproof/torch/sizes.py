@@ -106,10 +106,10 @@ def _constant(node):
     return numpy_helper.to_array(node.attribute[0].t)
 
 
-def _vector(b, per_element, dtype, points, names):
-    """Nodes computing a 0-d (one element) or 1-d vector whose element i takes
-    per_element[i] (its value in each export): fixed, or k * a product of
-    sizes. Returns the element outputs' names, or None."""
+def _elements(b, per_element, dtype, points, names):
+    """One 0-d node per element, element i taking per_element[i] (its value in
+    each export): fixed, or k * a product of sizes. Returns their output
+    names, or None when an element fits neither."""
     elements = []
     for values in per_element:
         if all(v == values[0] for v in values):
@@ -120,6 +120,13 @@ def _vector(b, per_element, dtype, points, names):
             return None
         elements.append(b.monomial(fit[0], fit[1], names, np.dtype(dtype).type))
     return elements
+
+
+def _stack(b, elements):
+    """The 0-d `elements` as one 1-d tensor (Unsqueeze each, Concat)."""
+    zero = b.const(np.array([0], dtype=np.int64))
+    parts = [b.op("Unsqueeze", [e, zero]) for e in elements]
+    return b.op("Concat", parts, axis=0) if len(parts) > 1 else parts[0]
 
 
 def _filled(node, arrays, points, names, axes):
@@ -133,12 +140,10 @@ def _filled(node, arrays, points, names, axes):
     if any(not (a == fill).all() for a in arrays):
         return None
     b = _Builder(f"/shardproof_sizes{node.name or node.output[0]}", axes)
-    dims = _vector(b, [[a.shape[d] for a in arrays] for d in range(first.ndim)], np.int64, points, names)
+    dims = _elements(b, [[a.shape[d] for a in arrays] for d in range(first.ndim)], np.int64, points, names)
     if dims is None:
         return None
-    zero = b.const(np.array([0], dtype=np.int64))
-    parts = [b.op("Unsqueeze", [e, zero]) for e in dims]
-    shape = b.op("Concat", parts, axis=0) if len(parts) > 1 else parts[0]
+    shape = _stack(b, dims)
     b.op("ConstantOfShape", [shape], value=numpy_helper.from_array(np.array([fill], dtype=first.dtype)))
     b.nodes[-1].output[0] = node.output[0]
     return b.nodes
@@ -154,16 +159,11 @@ def _rewrite(node, arrays, points, names, axes):
     if first.dtype not in (np.int64, np.float32, np.float64):
         return None
     b = _Builder(f"/shardproof_sizes{node.name or node.output[0]}", axes)
-    elements = _vector(b, [[a.reshape(-1)[i].item() for a in arrays] for i in range(first.size)], first.dtype,
+    elements = _elements(b, [[a.reshape(-1)[i].item() for a in arrays] for i in range(first.size)], first.dtype,
                        points, names)
     if elements is None:
         return None
-    if first.ndim == 0:
-        last = elements[0]
-    else:
-        zero = b.const(np.array([0], dtype=np.int64))
-        parts = [b.op("Unsqueeze", [e, zero]) for e in elements]
-        last = b.op("Concat", parts, axis=0) if len(parts) > 1 else parts[0]
+    last = elements[0] if first.ndim == 0 else _stack(b, elements)
     out = b.nodes[-1]
     if last != out.output[0]:
         return None
