@@ -539,6 +539,24 @@ size_t termSize(const Term &t) {
   return n;
 }
 
+bool mentionsVar(const Term &t, const std::string &name) {
+  switch (t->kind) {
+  case TermKind::Const: return false;
+  case TermKind::Read:
+    return std::any_of(t->idx.begin(), t->idx.end(), [&](const smt::Expr &e) { return e.mentions(name); });
+  case TermKind::Sum:
+    if (t->lo.mentions(name) || t->hi.mentions(name))
+      return true;
+    break;
+  case TermKind::Select:
+    if (t->cond.mentions(name))
+      return true;
+    break;
+  case TermKind::Apply: break;
+  }
+  return std::any_of(t->args.begin(), t->args.end(), [&](const Term &a) { return mentionsVar(a, name); });
+}
+
 bool isPure(const Term &t) {
   if (t->kind == TermKind::Apply || t->kind == TermKind::Sum)
     return false;

@@ -16,6 +16,18 @@ static bool isCollective(const Node &n) {
   return d && d->cls == OpClass::Collective;
 }
 
+// The tensor's own read of its class, with 0 on every axis its definition
+// ignores (a quotient of an expanded tensor is the same along the expansion):
+// the reference, matched to it at one index of that axis, and the rank's next
+// node then read the same element instead of two the prover cannot tell
+// equal. Sound because a read on a nonempty axis may take any index of it.
+static IndexVec broadcastReadIndex(const Term &def, IndexVec iv) {
+  for (unsigned d = 0; d < iv.size(); ++d)
+    if (!mentionsVar(def, "u!" + std::to_string(d)))
+      iv[d] = Expr::intConst(0);
+  return iv;
+}
+
 // Turns the element term of a computed rank tensor into a class read.
 // `evenIfPure`: a reduction's output is a class even when its term only
 // selects elements (an all-reduce of masked lookups, whose masks leave one
@@ -52,7 +64,7 @@ static void internValue(RankWorld &S, int r, const Node &n, int out, bool evenIf
       info.label = info.label.substr(0, at) + "@*";
   }
   S.classes[c].members.push_back("rank " + std::to_string(r) + ": " + S.ranks[r].values[out].name);
-  v.term = mkRead(c, iv);
+  v.term = mkRead(c, broadcastReadIndex(S.classes[c].def, iv));
 }
 
 // What a collective node may carry, checked before anything reads it: one

@@ -126,6 +126,8 @@ Term renameClasses(const Term &t, const std::function<ClassId(ClassId)> &rename)
 void collectReads(const Term &t, std::vector<ClassId> &out);
 /// Number of nodes (for limits).
 size_t termSize(const Term &t);
+/// Whether the variable `name` occurs in any index, condition or bound of `t`.
+bool mentionsVar(const Term &t, const std::string &name);
 /// Only moves elements (reads, selects, constants): no arithmetic, no sum.
 bool isPure(const Term &t);
 /// Concatenation of `n` pieces along `axis`: element `iv` is piece j's element
