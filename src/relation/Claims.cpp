@@ -136,6 +136,9 @@ bool Claims::dimAgrees(OutputResult &res, int rank, size_t d, const Expr &impl, 
   return false;
 }
 
+// Class unfoldings tried before searching for a numeric difference.
+constexpr unsigned kQuickUnfoldSteps = 2;
+
 // The elements: equal in normal form, a difference confirmed on numbers
 // (REFUTED), or neither (UNKNOWN, after unfolding the rank tensors).
 bool Claims::elementsAgree(OutputResult &res, int id, int rank, const Term &side) {
@@ -148,7 +151,13 @@ bool Claims::elementsAgree(OutputResult &res, int id, int rank, const Term &side
   std::optional<Expr> diff = prover.firstDifference(a0, b0, 0);
   if (!diff)
     return true;
-  // Numbers first: a confirmed difference needs no further proof attempts.
+  // A rank output that is a collective's class usually meets the reference
+  // one unfolding away (an all-reduced gradient: the sum of the ranks'
+  // partial sums). Two steps cost far less than the numeric search below,
+  // which took 4 s per output on a sequence-parallel Llama step.
+  if (!unfoldUntilEqual(a0, b0, *diff, kQuickUnfoldSteps))
+    return true;
+  // Numbers next: a confirmed difference needs no further proof attempts.
   Failure f{Failure::OutputMismatch, "", "", "", "", name, {}, std::nullopt};
   f.rankNodes = outputProducers(core.ranks, name, rank);
   if (auto w = core.witness(refValues).search(*diff, id, rank, shape, a0, b0)) {
