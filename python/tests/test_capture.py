@@ -219,6 +219,38 @@ class Errors(unittest.TestCase):
         self.fails(c, "running the implementation on rank 0 failed", "RuntimeError")
 
 
+class Factories(unittest.TestCase):
+    def test_a_factory_imports_its_neighbour_not_a_same_named_module_loaded_before(self):
+        # tests/models/llama.py (forward fixtures) is imported before
+        # tests/models/megatron/training.py, whose `import llama` means
+        # megatron/llama.py: the build's fixture generation once failed so.
+        from shardproof.torch import load_factory
+        with tempfile.TemporaryDirectory() as tmp:
+            for d, marker in (("elsewhere", "other"), ("user", "mine")):
+                os.makedirs(os.path.join(tmp, d))
+                with open(os.path.join(tmp, d, "blocks.py"), "w") as f:
+                    f.write(f"MARKER = '{marker}'\n")
+            with open(os.path.join(tmp, "user", "step.py"), "w") as f:
+                f.write(textwrap.dedent("""\
+                    import blocks
+                    from shardproof.torch import Case
+
+                    def make():
+                        assert blocks.MARKER == "mine", blocks.MARKER
+                        return Case(reference=lambda: None, implementation=lambda: None, inputs=lambda s: {})
+                    """))
+            sys.path.insert(0, os.path.join(tmp, "elsewhere"))
+            try:
+                import blocks
+                self.assertEqual(blocks.MARKER, "other")
+                load_factory(os.path.join(tmp, "user", "step.py") + ":make")
+                # What was imported before is left as it was.
+                self.assertIs(sys.modules["blocks"], blocks)
+            finally:
+                sys.path.remove(os.path.join(tmp, "elsewhere"))
+                sys.modules.pop("blocks", None)
+
+
 class Cli(unittest.TestCase):
     def run_cli(self, *args):
         env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))

@@ -331,6 +331,22 @@ def _write(models, world_size, out, calls):
                     [os.path.join(out, f"rank{r}.onnx") for r in range(world_size)], _describe(calls))
 
 
+def _shadowed_modules(directory):
+    """Modules already imported under a name that a file or package in
+    `directory` also has, from somewhere else: {name: module}."""
+    import sys
+    out = {}
+    for entry in os.listdir(directory):
+        name = entry[:-3] if entry.endswith(".py") else entry
+        if not name.isidentifier() or name not in sys.modules:
+            continue
+        where = getattr(sys.modules[name], "__file__", None)
+        if where and os.path.dirname(os.path.abspath(where)) != directory and \
+                os.path.dirname(os.path.dirname(os.path.abspath(where))) != directory:
+            out[name] = sys.modules[name]
+    return out
+
+
 def load_factory(spec):
     """'path/to/file.py:FACTORY' -> the Case it returns (imported with the
     torch.distributed API already intercepted by the caller)."""
@@ -344,7 +360,13 @@ def load_factory(spec):
     loader = importlib.util.spec_from_file_location(mod_name, path)
     module = importlib.util.module_from_spec(loader)
     import sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    here = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, here)
+    # The file imports its own neighbours, not same-named modules imported
+    # earlier from elsewhere (tests/models/llama.py beside megatron/llama.py).
+    shadowed = _shadowed_modules(here)
+    for n in shadowed:
+        del sys.modules[n]
     try:
         loader.loader.exec_module(module)
     except CaptureError:
@@ -353,6 +375,7 @@ def load_factory(spec):
         raise CaptureError(f"importing {path} failed: {type(e).__name__}: {e} (at {_where(e)})") from e
     finally:
         sys.path.pop(0)
+        sys.modules.update(shadowed)
     factory = getattr(module, name, None)
     if factory is None:
         names = [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
