@@ -30,6 +30,8 @@ FIXTURES = {
     "mqa_tp2_kv_grad_unsynced": ("mqa_tp_kv_grad_unsynced", 2),
     "tied_tp2": ("tied_tp", 2),
     "tied_tp2_head_without_f": ("tied_tp_head_without_f", 2),
+    "llama_sp2": ("llama_sp_step", 2),
+    "llama_sp2_norm_grads_unsynced": ("llama_sp_step_norm_grads_unsynced", 2),
 }
 
 

@@ -188,6 +188,25 @@ class TrainingStep(Demonstration):
         self.assertIn("CONFIRMED", report)
         self.assertIn("the reduction is missing", report)
 
+    def test_llama_layer_step_under_sequence_parallelism_proves_every_gradient(self):
+        # The issue's own check: export --train, init, check on a TP + SP
+        # Llama layer. The input RMSNorm's gradient (through the
+        # reduce-scattered q, k and v input gradients) was UNKNOWN until the
+        # rank's read of a broadcast class took index 0 on the broadcast axis.
+        code, report = three_commands("training.py:llama_sp_step", 2, train=True)
+        self.assertEqual(code, 0, report)
+        self.assertIn("loss: VERIFIED", report)
+        for norm in ("input_layernorm", "post_attention_layernorm"):
+            self.assertIn(f"grad:model.{norm}.weight: VERIFIED", report)
+
+    def test_llama_sp_step_without_the_norm_gradients_all_reduce_is_refuted(self):
+        code, report = three_commands("training.py:llama_sp_step_norm_grads_unsynced", 2, train=True)
+        self.assertEqual(code, 1, report)
+        self.assertIn("grad:model.input_layernorm.weight: REFUTED", report)
+        self.assertIn("grad:model.self_attn.o_proj.weight: VERIFIED", report)
+        self.assertIn("CONFIRMED: the two numbers differ", report)
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
         BINARY = sys.argv.pop(1)

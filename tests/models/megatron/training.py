@@ -19,10 +19,15 @@ Factories (`--train --world-size P`):
                              squared error
   gpt2_block_tp_f_without_reduce  ... where f's backward forgets its   REFUTED
                              all-reduce: the LayerNorms before attention and MLP
-  llama_tp_step              llama.py's decoder layer, squared error   UNKNOWN today: 9 of
-                                                                        10 VERIFIED; the
-                             input RMSNorm's gradient (q, k, v input gradients with rotary
-                             halves, summed over ranks) is not decided yet
+  llama_tp_step              llama.py's decoder layer (rotary, GQA,    VERIFIED
+                             SwiGLU, RMSNorm), squared error
+  llama_tp_step_f_without_reduce  ... where f's backward forgets its   REFUTED
+                             all-reduce
+  llama_sp_step              the same layer under tensor and sequence  VERIFIED
+                             parallelism; the RMSNorm weights'
+                             gradients all-reduced after backward
+  llama_sp_step_norm_grads_unsynced  ... without that all-reduce      REFUTED
+                             (Megatron-LM #1446)
   gpt2_lm_tp_step            gpt2_lm.py: vocab-parallel embedding, LM  UNKNOWN today
                              head and Megatron's cross-entropy with its (~2 min): the
                              own backward (softmax minus the target's   loss is VERIFIED
