@@ -221,6 +221,21 @@ void NodeEvaluator::buildElementMaps(const Step &s, const OpDef &def, const OpIn
   }
 }
 
+// A 1-d tensor of numerals c0, c0 + d, c0 + 2d, ... with c0, d >= 0: {c0, d}.
+static std::optional<std::pair<int64_t, int64_t>> progression(const IntTensor &v) {
+  if (v.dims.size() != 1 || v.size() < 2)
+    return std::nullopt;
+  auto c0 = v.vals[0].asInt(), c1 = v.vals[1].asInt();
+  if (!c0 || !c1 || *c0 < 0 || *c1 < *c0)
+    return std::nullopt;
+  for (size_t f = 2; f < v.size(); ++f) {
+    auto c = v.vals[f].asInt();
+    if (!c || *c != *c0 + (*c1 - *c0) * static_cast<int64_t>(f))
+      return std::nullopt;
+  }
+  return std::make_pair(*c0, *c1 - *c0);
+}
+
 // Shape arithmetic used as data (arange(n) < x.shape[1]): the element term of
 // a small integer tensor known symbolically. A constant is a number; a value
 // that is >= 0 at every admissible size (a size) is sum(k in [0, E): 1), the
@@ -239,6 +254,15 @@ Term NodeEvaluator::shapeValueTerm(const IntTensor &v, const IndexVec &idx, int 
     }
     return mkSum(level, Expr::intConst(0), x, mkConst(1));
   };
+  // arange(c0, c0 + d*n, d) (a Range over a vocabulary, the columns of a
+  // one-hot) is c0 + d*i: one comparison with the index instead of a select
+  // chain as long as the vocabulary.
+  if (auto ap = progression(v); ap && idx.size() == 1 && core.ints.knownNonNegative(idx[0])) {
+    Expr x = (Expr::intConst(ap->first) + Expr::intConst(ap->second) * idx[0]).simplify();
+    if (!x.asInt())
+      core.ints.provenNonNegative.push_back(x); // c0, d and the index are all >= 0
+    return elem(x);
+  }
   // Select chain over the flat position of idx.
   Expr flat = Expr::intConst(0);
   for (size_t d = 0; d < idx.size(); ++d)
