@@ -212,7 +212,7 @@ Term Prover::normalize(const Term &t, int level) {
                                 mkApply(t->fn, elseArgs, t->name)),
                        level);
     }
-    return foldNegInfSum(mkApply(t->fn, std::move(args), t->name));
+    return cancelSoftmaxShift(foldNegInfSum(mkApply(t->fn, std::move(args), t->name)));
   }
   case TermKind::Sum:
     return normalizeSum(t, level);
@@ -239,6 +239,31 @@ std::optional<Expr> Prover::innerSplitPoint(const Term &body, const std::string 
   return std::nullopt;
 }
 
+// A select that is zero except where the bound variable k equals an
+// expression e free of k: (e, the term there).
+static std::optional<std::pair<Expr, Term>> onePoint(const Term &sel, const std::string &k) {
+  bool negated = false;
+  Expr c = sel->cond;
+  if (auto n = c.asNot()) {
+    negated = true;
+    c = *n;
+  }
+  auto cmp = c.asCmp();
+  if (!cmp || std::get<0>(*cmp) != Expr::Cmp::EQ)
+    return std::nullopt;
+  const Term &there = sel->args[negated ? 1 : 0], &elsewhere = sel->args[negated ? 0 : 1];
+  if (elsewhere->kind != TermKind::Const || elsewhere->value != 0)
+    return std::nullopt;
+  auto aff = (std::get<1>(*cmp) - std::get<2>(*cmp)).simplify().affineIn(k);
+  if (!aff || (aff->first != 1 && aff->first != -1))
+    return std::nullopt;
+  // k + r == 0 gives k = -r; -k + r == 0 gives k = r.
+  Expr e = (aff->first == 1 ? -aff->second : aff->second).simplify();
+  if (e.mentions(k))
+    return std::nullopt;
+  return std::make_pair(e, there);
+}
+
 Term Prover::normalizeSum(const Term &t, int level) {
   static thread_local int depth = 0;
   struct Guard {
@@ -254,6 +279,14 @@ Term Prover::normalizeSum(const Term &t, int level) {
     Scope s(*this, lo <= k && k < hi);
     body = normalize(t->args[0], L + 1);
   }
+  if (body->kind == TermKind::Select && t->red == Fn::Add)
+    if (auto point = onePoint(body, kName)) {
+      // Summing a one-hot over its columns (the log-softmax gradient's
+      // sum of the target's one-hot) reads the one column there is:
+      // sum_k (k == e ? x(k) : 0) = (lo <= e < hi ? x(e) : 0).
+      Term at = relevel(substitute(point->second, {k}, {point->first}), L + 1, -1);
+      return normalize(mkSelect(lo <= point->first && point->first < hi, at, mkConst(0)), level);
+    }
   if (body->kind == TermKind::Select && depth < 64) {
     const Expr &c = body->cond;
     if (!c.mentions(kName))

@@ -115,6 +115,10 @@ private:
   /// -inf + x with every x finite is -inf (MaskedSum.cpp), so a masked
   /// column's exp(-inf - m) is exp(-inf) = 0; anything else unchanged.
   Term foldNegInfSum(const Term &t) const;
+  /// exp(x - m) * recip(sum_k exp(y_k - m)) as exp(x) * recip(sum_k exp(y_k))
+  /// (SoftmaxShift.cpp); anything else unchanged.
+  Term cancelSoftmaxShift(const Term &t);
+  Term unshiftedSum(const Term &t, const Term &m);
   /// `t`, a Select on data (token ids), as one read of a class that sums
   /// masked rank tensors whose masks the ids partition (MaskedSum.cpp).
   std::optional<Term> tryMaskedSum(const Term &t, int level);
