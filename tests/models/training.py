@@ -32,6 +32,8 @@ FIXTURES = {
     "tied_tp2_head_without_f": ("tied_tp_head_without_f", 2),
     "llama_sp2": ("llama_sp_step", 2),
     "llama_sp2_norm_grads_unsynced": ("llama_sp_step_norm_grads_unsynced", 2),
+    "gpt2_lm_tp2": ("gpt2_lm_tp_step", 2),
+    "gpt2_lm_tp2_ce_grad_unmasked": ("gpt2_lm_tp_step_ce_grad_unmasked", 2),
 }
 
 

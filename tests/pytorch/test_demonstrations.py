@@ -206,6 +206,14 @@ class TrainingStep(Demonstration):
         self.assertIn("grad:model.self_attn.o_proj.weight: VERIFIED", report)
         self.assertIn("CONFIRMED: the two numbers differ", report)
 
+    def test_lm_ends_step_with_megatrons_cross_entropy_backward(self):
+        # The reference's log-softmax gradient needs the sum of the target's
+        # one-hot (one column) and Megatron's softmax is shifted by the max.
+        code, report = three_commands("training.py:gpt2_lm_tp_step", 2, train=True)
+        self.assertEqual(code, 0, report)
+        for p in ("embedding", "lm_head"):
+            self.assertIn(f"grad:model.{p}.weight: VERIFIED", report)
+
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):

@@ -28,9 +28,9 @@ Factories (`--train --world-size P`):
                              gradients all-reduced after backward
   llama_sp_step_norm_grads_unsynced  ... without that all-reduce      REFUTED
                              (Megatron-LM #1446)
-  gpt2_lm_tp_step            gpt2_lm.py: vocab-parallel embedding, LM  UNKNOWN today
-                             head and Megatron's cross-entropy with its (~2 min): the
-                             own backward (softmax minus the target's   loss is VERIFIED
+  gpt2_lm_tp_step            gpt2_lm.py: vocab-parallel embedding, LM  VERIFIED
+                             head and Megatron's cross-entropy with its
+                             own backward (softmax minus the target's
                              one-hot on the rank that owns it)
   gpt2_lm_tp_step_ce_grad_unmasked  ... whose backward subtracts the   REFUTED
                              one-hot on every rank: both gradients, replayed
