@@ -3,6 +3,8 @@
 // same node one layer up when NodeMemo has it (NodeMemo.h).
 #include "NodeEval.h"
 
+#include "shardproof/ir/ConstantMask.h"
+
 namespace shardproof::relation {
 
 using smt::Expr;
@@ -236,6 +238,21 @@ static std::optional<std::pair<int64_t, int64_t>> progression(const IntTensor &v
   return std::make_pair(*c0, *c1 - *c0);
 }
 
+// The condition a tensor of numerals with two distinct values equals (a
+// prefix, a suffix, a band), as for a constant tensor (ConstantMask.h).
+static std::optional<ConstantCondition> numeralMask(const IntTensor &v) {
+  if (v.size() < 2)
+    return std::nullopt;
+  std::vector<double> data;
+  for (auto &e : v.vals) {
+    auto c = e.asInt();
+    if (!c)
+      return std::nullopt;
+    data.push_back(static_cast<double>(*c));
+  }
+  return recogniseConstantCondition(v.dims, data);
+}
+
 // Shape arithmetic used as data (arange(n) < x.shape[1]): the element term of
 // a small integer tensor known symbolically. A constant is a number; a value
 // that is >= 0 at every admissible size (a size) is sum(k in [0, E): 1), the
@@ -262,6 +279,14 @@ Term NodeEvaluator::shapeValueTerm(const IntTensor &v, const IndexVec &idx, int 
     if (!x.asInt())
       core.ints.provenNonNegative.push_back(x); // c0, d and the index are all >= 0
     return elem(x);
+  }
+  // A mask of numerals (arange(first, first + per) >= vocab, folded by the
+  // export: the pad columns of a rank's vocab shard) is the index condition
+  // it equals, as constant tensors are: one select, not a chain per column.
+  if (auto mask = numeralMask(v)) {
+    IndexVec u = indexVars("u", static_cast<unsigned>(idx.size()));
+    Expr cond = mask->cond.substitute({u.begin(), u.end()}, {idx.begin(), idx.end()}).simplify();
+    return mkSelect(cond, mkConst(mask->onTrue), mkConst(mask->onFalse));
   }
   // Select chain over the flat position of idx.
   Expr flat = Expr::intConst(0);
