@@ -34,6 +34,10 @@ Factories (`--train --world-size P`):
                              one-hot on the rank that owns it)
   gpt2_lm_tp_step_ce_grad_unmasked  ... whose backward subtracts the   REFUTED
                              one-hot on every rank: both gradients, replayed
+  gpt2_lm_pad_tp_step        the same ends with a vocabulary of 15     VERIFIED
+                             padded to 16 on the ranks (Megatron's
+                             padded vocab), the pad logit masked to -inf
+  gpt2_lm_pad_tp_step_unmasked  ... without that mask                  REFUTED
   mqa_tp                     mqa.py: multi-query attention, the query  VERIFIED
                              heads split, the one K/V projection
                              replicated and its gradient all-reduced
@@ -194,8 +198,8 @@ class TokenLossSum(nn.Module):
         return self.model(*args).sum()
 
 
-def _lm_step(bugs=()):
-    case = gpt2_lm._case(bugs=bugs)
+def _lm_step(bugs=(), vocab=gpt2_lm.VOCAB):
+    case = gpt2_lm._case(bugs=bugs, vocab=vocab)
     return Case(reference=lambda: TokenLossSum(case.reference()),
                 implementation=lambda: TokenLossSum(case.implementation()),
                 inputs=case.inputs, dynamic={k: v for k, v in case.dynamic.items() if k != "loss"})
@@ -207,6 +211,14 @@ def gpt2_lm_tp_step():
 
 def gpt2_lm_tp_step_ce_grad_unmasked():
     return _lm_step(bugs={"ce_backward_ignores_target_mask"})
+
+
+def gpt2_lm_pad_tp_step():
+    return _lm_step(vocab=gpt2_lm.VOCAB - 1)
+
+
+def gpt2_lm_pad_tp_step_unmasked():
+    return _lm_step(vocab=gpt2_lm.VOCAB - 1, bugs={"pad_logits_unmasked"})
 
 
 def allreduce_norm_grads(module):
