@@ -7,6 +7,7 @@ import os
 import sys
 import tempfile
 import unittest
+from fractions import Fraction
 
 import numpy as np
 import onnx
@@ -110,6 +111,27 @@ class FilledConstant(unittest.TestCase):
 
     def test_a_shape_no_product_of_sizes_explains(self):
         self.assertIsNone(self.rewrite([np.zeros((n, 2), np.float32) for n in (5, 6, 9)]))
+
+
+class ShardLength(unittest.TestCase):
+    """Under sequence parallelism a rank's shard of a sequence every rank
+    holds whole (the embedding's reduce-scatter output) is seq / P, a size no
+    input declares: it is computed as an exact integer division of seq."""
+    points = [{"batch": 4, "seq": 6}, {"batch": 10, "seq": 12}, {"batch": 16, "seq": 18}]
+    axes = {"batch": ("ids", 1), "seq": ("ids", 0)}
+
+    def test_half_the_sequence(self):
+        self.assertEqual(_fit([3, 6, 9], self.points, ["batch", "seq"]), (Fraction(1, 2), (0, 1)))
+        arrays = [np.zeros((p["seq"] // 2, p["batch"], 8), np.float32) for p in self.points]
+        node = helper.make_node("Constant", [], ["c"], name="/Constant_3", value=numpy_helper.from_array(arrays[0]))
+        nodes = _rewrite(node, arrays, self.points, ["batch", "seq"], self.axes)
+        self.assertEqual(nodes[-1].op_type, "ConstantOfShape")
+        divisors = [numpy_helper.to_array(n.attribute[0].t).tolist() for n in nodes if n.op_type == "Constant"
+                    and any(m.op_type == "Div" and n.output[0] in m.input for m in nodes)]
+        self.assertEqual(divisors, [2])
+
+    def test_a_length_no_fraction_of_a_size_explains(self):
+        self.assertIsNone(_fit([3, 7, 9], self.points, ["batch", "seq"]))
 
 
 class Mlp(nn.Module):

@@ -7,7 +7,9 @@ when the user's code keeps every size symbolic. The step is exported at three
 example sizes; a constant that differs between them is rewritten as nodes that
 compute it from the graph inputs' shapes when every element is one fixed
 integer or k * a product of declared sizes (the same k and product at all
-three sizes; exactly one such product of least degree). Anything else stays
+three sizes; exactly one such product of least degree; an integer's k may be
+a fraction, seq / P for a shard of a sequence that no input declares, computed
+as an integer division that is exact at every export). Anything else stays
 an error: a constant that no product of sizes explains is not guessed.
 """
 import itertools
@@ -94,6 +96,12 @@ class _Builder:
             value = self.op("Cast", [value], to=_tensor_type(dtype))
             for x in den:
                 value = self.op("Div", [value, self.op("Cast", [x], to=_tensor_type(dtype))])
+        if dtype == np.int64 and k.denominator != 1:
+            # A shard's length (seq / P): exact at every export, so the
+            # integer division never truncates there.
+            if k.numerator != 1:
+                value = self.op("Mul", [value, self.const(np.array(k.numerator, dtype=dtype))])
+            return self.op("Div", [value, self.const(np.array(k.denominator, dtype=dtype))])
         if k != 1:
             kk = np.array(int(k) if dtype == np.int64 else float(k), dtype=dtype)
             value = self.op("Mul", [value, self.const(kk)])
@@ -116,7 +124,7 @@ def _elements(b, per_element, dtype, points, names):
             elements.append(b.const(np.array(values[0], dtype=dtype)))
             continue
         fit = _fit(values, points, names)
-        if fit is None or (dtype == np.int64 and fit[0].denominator != 1):
+        if fit is None or (dtype == np.int64 and any(e < 0 for e in fit[1])):
             return None
         elements.append(b.monomial(fit[0], fit[1], names, np.dtype(dtype).type))
     return elements
