@@ -24,6 +24,7 @@ Configuration (environment, read by the factory):
   TRAIN_LLAMA_HEAD_DIM   head dim (even)         (default 2)
   TRAIN_LLAMA_FFN        SwiGLU width            (default 3.25 x hidden)
   TRAIN_LLAMA_VOCAB      vocabulary              (default 1024)
+  TRAIN_LLAMA_SP         0: tensor parallelism without sequence parallelism (default 1)
 
   tools/shardproof-torch export tools/genmodels/train_llama.py:llama_sp_step --train --world-size 8 --out DIR
 
@@ -69,6 +70,7 @@ class Config:
     head_dim: int = 2
     ffn: int = 0  # 0: 3.25 x hidden, 405B's ratio
     vocab: int = 1024
+    sp: bool = True  # False: plain TP (all-reduces, every rank holds the whole sequence), for comparison
 
     @property
     def hidden(self):
@@ -83,7 +85,7 @@ class Config:
         def get(name, default):
             return int(os.environ.get("TRAIN_LLAMA_" + name, default))
         return Config(layers=get("LAYERS", 1), heads=get("HEADS", 128), kv_heads=get("KV_HEADS", 8),
-                      head_dim=get("HEAD_DIM", 2), ffn=get("FFN", 0), vocab=get("VOCAB", 1024))
+                      head_dim=get("HEAD_DIM", 2), ffn=get("FFN", 0), vocab=get("VOCAB", 1024), sp=bool(get("SP", 1)))
 
     def describe(self):
         return (f"{self.layers} layers, {self.heads} q / {self.kv_heads} kv heads of {self.head_dim}, "
@@ -171,10 +173,10 @@ class ParallelAttention(nn.Module):
         world = tp.get_tensor_model_parallel_world_size()
         self.num_heads, self.num_kv_heads = tp.divide(c.heads, world), tp.divide(c.kv_heads, world)
         self.head_dim = c.head_dim
-        self.q_proj = tp.ColumnParallelLinear(c.hidden, c.heads * c.head_dim, bias=False, sequence_parallel=True)
-        self.k_proj = tp.ColumnParallelLinear(c.hidden, c.kv_heads * c.head_dim, bias=False, sequence_parallel=True)
-        self.v_proj = tp.ColumnParallelLinear(c.hidden, c.kv_heads * c.head_dim, bias=False, sequence_parallel=True)
-        self.o_proj = tp.RowParallelLinear(c.heads * c.head_dim, c.hidden, bias=False, sequence_parallel=True)
+        self.q_proj = tp.ColumnParallelLinear(c.hidden, c.heads * c.head_dim, bias=False, sequence_parallel=c.sp)
+        self.k_proj = tp.ColumnParallelLinear(c.hidden, c.kv_heads * c.head_dim, bias=False, sequence_parallel=c.sp)
+        self.v_proj = tp.ColumnParallelLinear(c.hidden, c.kv_heads * c.head_dim, bias=False, sequence_parallel=c.sp)
+        self.o_proj = tp.RowParallelLinear(c.heads * c.head_dim, c.hidden, bias=False, sequence_parallel=c.sp)
         self.rotary_emb = hf.LlamaRotaryEmbedding(c.head_dim)
 
     def heads(self, t, n):  # [s, b, n * d] -> [b, n, s, d]
@@ -198,9 +200,9 @@ class ParallelAttention(nn.Module):
 class ParallelMLP(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.gate_proj = tp.ColumnParallelLinear(c.hidden, c.ffn_size, bias=False, sequence_parallel=True)
-        self.up_proj = tp.ColumnParallelLinear(c.hidden, c.ffn_size, bias=False, sequence_parallel=True)
-        self.down_proj = tp.RowParallelLinear(c.ffn_size, c.hidden, bias=False, sequence_parallel=True)
+        self.gate_proj = tp.ColumnParallelLinear(c.hidden, c.ffn_size, bias=False, sequence_parallel=c.sp)
+        self.up_proj = tp.ColumnParallelLinear(c.hidden, c.ffn_size, bias=False, sequence_parallel=c.sp)
+        self.down_proj = tp.RowParallelLinear(c.ffn_size, c.hidden, bias=False, sequence_parallel=c.sp)
 
     def forward(self, x):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
@@ -236,10 +238,11 @@ class SequenceParallelEmbedding(tp.VocabParallelEmbedding):
 class ParallelLlamaForCausalLM(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.embed_tokens = SequenceParallelEmbedding(c.vocab, c.hidden)
+        embedding = SequenceParallelEmbedding if c.sp else tp.VocabParallelEmbedding
+        self.embed_tokens = embedding(c.vocab, c.hidden)
         self.layers = nn.ModuleList([ParallelDecoderLayer(c) for _ in range(c.layers)])
         self.norm = hf.LlamaRMSNorm(c.hidden)
-        self.lm_head = tp.ColumnParallelLinear(c.hidden, c.vocab, bias=False, sequence_parallel=True)
+        self.lm_head = tp.ColumnParallelLinear(c.hidden, c.vocab, bias=False, sequence_parallel=c.sp)
 
     def forward(self, input_ids, labels):
         x = self.embed_tokens(input_ids)  # [s/P, b, h]
@@ -274,4 +277,4 @@ def llama_sp_step(config=None):
 
     axes = {0: "seq", 1: "batch"}
     return Case(reference=lambda: LlamaForCausalLM(c), implementation=implementation, inputs=inputs,
-                dynamic={"input_ids": axes, "labels": axes}, finalize_grads=allreduce_norm_grads)
+                dynamic={"input_ids": axes, "labels": axes}, finalize_grads=allreduce_norm_grads if c.sp else None)
