@@ -448,20 +448,6 @@ static bool hasTrig(const Term &t) {
   return false;
 }
 
-static bool exprMentions(const Expr &e, const std::string &n) { return e.isValid() && e.mentions(n); }
-
-static bool mentionsIndex(const Term &t, const std::string &n) {
-  for (auto &e : t->idx)
-    if (exprMentions(e, n))
-      return true;
-  if (exprMentions(t->lo, n) || exprMentions(t->hi, n) || exprMentions(t->cond, n))
-    return true;
-  for (auto &a : t->args)
-    if (mentionsIndex(a, n))
-      return true;
-  return false;
-}
-
 // Reads of rotary classes replaced by their definitions, down to Cos/Sin and
 // through their angles (a position table, inv_freq @ positions).
 Term Prover::expandRotary(const Term &t, int level, bool angle, size_t &budget) {
@@ -515,7 +501,7 @@ std::optional<Term> Prover::tryRotaryMatch(const Term &t, int level) {
     return std::nullopt;
   // The reference tensor's rank: its element names i!0 .. i!(rank - 1).
   unsigned rank = 0;
-  while (rank < 16 && mentionsIndex(t, "i!" + std::to_string(rank)))
+  while (rank < 16 && mentionsVar(t, "i!" + std::to_string(rank)))
     ++rank;
   // The expansions read class definitions: nothing here is replayed by a renaming.
   classes_.poisonRecording();
