@@ -165,6 +165,17 @@ std::vector<Expr> candidates(const Grid &g) {
 
 } // namespace
 
+std::optional<std::pair<int64_t, int64_t>> arithmeticProgression(const std::vector<double> &data) {
+  auto whole = [](double v) { return std::isfinite(v) && v == std::floor(v) && std::abs(v) < 1e15; };
+  if (data.size() < 2)
+    return std::nullopt;
+  double step = data[1] - data[0];
+  for (size_t i = 0; i < data.size(); ++i)
+    if (!whole(data[i]) || data[i] != data[0] + step * static_cast<double>(i))
+      return std::nullopt;
+  return std::make_pair(static_cast<int64_t>(data[0]), static_cast<int64_t>(step));
+}
+
 std::optional<ConstantCondition> recogniseConstantCondition(const std::vector<int64_t> &dims,
                                                             const std::vector<double> &data, int64_t maxElements) {
   int64_t n = 1;

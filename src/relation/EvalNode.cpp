@@ -223,26 +223,9 @@ void NodeEvaluator::buildElementMaps(const Step &s, const OpDef &def, const OpIn
   }
 }
 
-// A 1-d tensor of numerals c0, c0 + d, c0 + 2d, ... with c0, d >= 0: {c0, d}.
-static std::optional<std::pair<int64_t, int64_t>> progression(const IntTensor &v) {
-  if (v.dims.size() != 1 || v.size() < 2)
-    return std::nullopt;
-  auto c0 = v.vals[0].asInt(), c1 = v.vals[1].asInt();
-  if (!c0 || !c1 || *c0 < 0 || *c1 < *c0)
-    return std::nullopt;
-  for (size_t f = 2; f < v.size(); ++f) {
-    auto c = v.vals[f].asInt();
-    if (!c || *c != *c0 + (*c1 - *c0) * static_cast<int64_t>(f))
-      return std::nullopt;
-  }
-  return std::make_pair(*c0, *c1 - *c0);
-}
-
-// The condition a tensor of numerals with two distinct values equals (a
-// prefix, a suffix, a band), as for a constant tensor (ConstantMask.h).
-static std::optional<ConstantCondition> numeralMask(const IntTensor &v) {
-  if (v.size() < 2)
-    return std::nullopt;
+// The values of an integer tensor whose elements are all numerals (a Range
+// or a mask folded from Python ints); nullopt if any is symbolic.
+static std::optional<std::vector<double>> numerals(const IntTensor &v) {
   std::vector<double> data;
   for (auto &e : v.vals) {
     auto c = e.asInt();
@@ -250,7 +233,7 @@ static std::optional<ConstantCondition> numeralMask(const IntTensor &v) {
       return std::nullopt;
     data.push_back(static_cast<double>(*c));
   }
-  return recogniseConstantCondition(v.dims, data);
+  return data;
 }
 
 // Shape arithmetic used as data (arange(n) < x.shape[1]): the element term of
@@ -274,7 +257,9 @@ Term NodeEvaluator::shapeValueTerm(const IntTensor &v, const IndexVec &idx, int 
   // arange(c0, c0 + d*n, d) (a Range over a vocabulary, the columns of a
   // one-hot) is c0 + d*i: one comparison with the index instead of a select
   // chain as long as the vocabulary.
-  if (auto ap = progression(v); ap && idx.size() == 1 && core.ints.knownNonNegative(idx[0])) {
+  auto data = v.size() >= 2 ? numerals(v) : std::nullopt;
+  auto ap = data && v.dims.size() == 1 ? arithmeticProgression(*data) : std::nullopt;
+  if (ap && ap->first >= 0 && ap->second >= 0 && idx.size() == 1 && core.ints.knownNonNegative(idx[0])) {
     Expr x = (Expr::intConst(ap->first) + Expr::intConst(ap->second) * idx[0]).simplify();
     if (!x.asInt())
       core.ints.provenNonNegative.push_back(x); // c0, d and the index are all >= 0
@@ -283,7 +268,7 @@ Term NodeEvaluator::shapeValueTerm(const IntTensor &v, const IndexVec &idx, int 
   // A mask of numerals (arange(first, first + per) >= vocab, folded by the
   // export: the pad columns of a rank's vocab shard) is the index condition
   // it equals, as constant tensors are: one select, not a chain per column.
-  if (auto mask = numeralMask(v)) {
+  if (auto mask = data ? recogniseConstantCondition(v.dims, *data) : std::nullopt) {
     IndexVec u = indexVars("u", static_cast<unsigned>(idx.size()));
     Expr cond = mask->cond.substitute({u.begin(), u.end()}, {idx.begin(), idx.end()}).simplify();
     return mkSelect(cond, mkConst(mask->onTrue), mkConst(mask->onFalse));

@@ -41,15 +41,12 @@ std::optional<Expr> IndexValues::constantCondition(const ClassTable &table, cons
 // (torch.arange(n) exported as a constant: the columns of a one-hot) is
 // c0 + d * index; the read's index is inside the tensor.
 std::optional<Expr> IndexValues::arithmeticProgression(const ClassInfo &ci, const Term &t) {
-  if (t->idx.size() != 1 || ci.dataDims.size() != 1 || ci.data.size() < 2)
+  if (t->idx.size() != 1 || ci.dataDims.size() != 1)
     return std::nullopt;
-  auto whole = [](double v) { return std::isfinite(v) && v == std::floor(v) && std::abs(v) < 1e15; };
-  double step = ci.data[1] - ci.data[0];
-  for (size_t i = 0; i < ci.data.size(); ++i)
-    if (!whole(ci.data[i]) || ci.data[i] != ci.data[0] + step * static_cast<double>(i))
-      return std::nullopt;
-  auto num = [](double v) { return Expr::intConst(static_cast<int64_t>(v)); };
-  return (num(ci.data[0]) + num(step) * t->idx[0]).simplify();
+  auto ap = ir::arithmeticProgression(ci.data);
+  if (!ap)
+    return std::nullopt;
+  return (Expr::intConst(ap->first) + Expr::intConst(ap->second) * t->idx[0]).simplify();
 }
 
 // Counts that cannot be negative: numerals >= 0, index variables (they range

@@ -32,4 +32,9 @@ std::optional<ConstantCondition> recogniseConstantCondition(const std::vector<in
                                                             const std::vector<double> &data,
                                                             int64_t maxElements = int64_t(1) << 22);
 
+/// {c0, d} when `data` is 1-d content c0, c0 + d, c0 + 2d, ... of whole
+/// numbers (at least two; an arange exported as a constant or a Range of
+/// numerals), read at index i as c0 + d * i.
+std::optional<std::pair<int64_t, int64_t>> arithmeticProgression(const std::vector<double> &data);
+
 } // namespace shardproof::ir
