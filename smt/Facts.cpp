@@ -49,6 +49,32 @@ struct End {
 
 } // namespace
 
+std::vector<std::pair<Expr, int64_t>> multiplesIn(const Expr &fact) {
+  std::vector<std::pair<Expr, int64_t>> out;
+  if (!fact.isValid())
+    return out;
+  Z3_ast a = raw(fact);
+  if (kindOf(a) == Z3_OP_AND) {
+    for (unsigned i = 0; i < numArgs(a); ++i)
+      for (auto &m : multiplesIn(argOf(a, i)))
+        out.push_back(m);
+    return out;
+  }
+  if (kindOf(a) != Z3_OP_EQ || numArgs(a) != 2 || !argOf(a, 0).isInt())
+    return out;
+  for (int side = 0; side < 2; ++side) {
+    Expr zero = argOf(a, 1 - side), m = argOf(a, side);
+    Z3_ast r = raw(m);
+    if (zero.asInt() != 0 || kindOf(r) != Z3_OP_MOD || numArgs(r) != 2)
+      continue;
+    Expr x = argOf(r, 0);
+    auto c = argOf(r, 1).asInt();
+    if (isSymbol(x) && c && *c >= 2)
+      out.push_back({x, *c});
+  }
+  return out;
+}
+
 void SizeFacts::learn(const Expr &fact) {
   if (!fact.isValid())
     return;

@@ -5,10 +5,12 @@
 #include "NodeEval.h"
 #include "RankWorld.h"
 #include "Sample.h"
+#include "SizeMultiples.h"
 #include "Walk.h"
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <sstream>
 
 namespace shardproof::relation {
@@ -90,7 +92,22 @@ llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph>
   struct ReleaseCaches {
     ~ReleaseCaches() { smt::releaseCaches(); }
   } release;
-  CheckCore core(ref, ranks, spec, opts);
+  // Sizes the constraints make multiples, written as multiples (SizeMultiples.h):
+  // copies of the graphs and spec only when some constraint says so.
+  SizeMultiples multiples = SizeMultiples::fromSpec(spec);
+  std::optional<ir::Graph> refM;
+  std::vector<ir::Graph> ranksM;
+  std::optional<spec::Spec> specM;
+  if (!multiples.empty()) {
+    refM = ref;
+    multiples.apply(*refM);
+    ranksM = ranks;
+    for (ir::Graph &g : ranksM)
+      multiples.apply(g);
+    specM = spec;
+    multiples.apply(*specM);
+  }
+  CheckCore core(refM ? *refM : ref, refM ? ranksM : ranks, specM ? *specM : spec, opts);
   Stats &st = core.result.stats;
   checkOpsets(core);
   configureSolver(core, opts, t0);

@@ -21,8 +21,15 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace shardproof::smt {
+
+/// The multiples a fact states: `x % c == 0` (either side, and each conjunct
+/// of a conjunction) with x a size symbol and c >= 2 a numeral gives (x, c).
+/// Other facts give nothing. What lets a check write x as c * (x // c).
+std::vector<std::pair<Expr, int64_t>> multiplesIn(const Expr &fact);
 
 class SizeFacts {
 public:
