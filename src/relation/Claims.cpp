@@ -136,8 +136,9 @@ bool Claims::dimAgrees(OutputResult &res, int rank, size_t d, const Expr &impl, 
   return false;
 }
 
-// Class unfoldings tried before searching for a numeric difference.
-constexpr unsigned kQuickUnfoldSteps = 2;
+// Class unfoldings tried before searching for a numeric difference (as many
+// as a relation proposal may take, Propose.cpp).
+constexpr unsigned kQuickUnfoldSteps = 16;
 
 // The elements: equal in normal form, a difference confirmed on numbers
 // (REFUTED), or neither (UNKNOWN, after unfolding the rank tensors).
@@ -151,13 +152,15 @@ bool Claims::elementsAgree(OutputResult &res, int id, int rank, const Term &side
   std::optional<Expr> diff = prover.firstDifference(a0, b0, 0);
   if (!diff)
     return true;
-  // A rank output that is a collective's class usually meets the reference
-  // one unfolding away (an all-reduced gradient: the sum of the ranks'
-  // partial sums). Two steps cost far less than the numeric search below,
-  // which took 4 s per output on a sequence-parallel Llama step.
+  // Unfold the rank tensors into their definitions before trying numbers: a
+  // rank output that is a collective's class meets the reference an unfolding
+  // or a few away (an all-reduced gradient: the sum of the ranks' partial
+  // sums). The numeric search costs far more where the outputs agree: 286 s
+  // of 288 on the captured 405B-shaped training step with one layer, whose
+  // outputs unfold to equal in at most 13 steps (0.1 s). Past the quick
+  // steps, numbers first: the terms of a wrong output only grow.
   if (!unfoldUntilEqual(a0, b0, *diff, kQuickUnfoldSteps))
     return true;
-  // Numbers next: a confirmed difference needs no further proof attempts.
   Failure f{Failure::OutputMismatch, "", "", "", "", name, {}, std::nullopt};
   f.rankNodes = outputProducers(core.ranks, name, rank);
   if (auto w = core.witness(refValues).search(*diff, id, rank, shape, a0, b0)) {
@@ -173,8 +176,7 @@ bool Claims::elementsAgree(OutputResult &res, int id, int rank, const Term &side
     }
     localizeDeparture(f, a0, b0);
   } else {
-    // No difference on numbers: try to prove equality by unfolding rank
-    // tensors into their definitions.
+    // No difference on numbers: unfold further.
     diff = unfoldUntilEqual(a0, b0, *diff, core.opts.maxExpansion);
     if (!diff)
       return true;
