@@ -35,12 +35,12 @@ Ids and labels are sequence-first [s, b] on both sides (as in
 tests/models/megatron/gpt2_lm.py). The reference runs its Hugging Face-style
 decoder layers batch-first (the embeddings transposed to [b, s, h] and back
 before the final norm); the ranks run sequence-first [s, b, h] throughout, as
-Megatron does. Status (docs/performance.md, "Training step"): with no layers (embedding,
-final norm, LM head, cross-entropy) the step is VERIFIED at world 2 (1.3 s
-CPU) but not at 4 or 8 within minutes; with one layer it is UNKNOWN even at
-world 2 with tiny widths: the attention backward's MatMuls are NO RELATION.
-Without sequence parallelism (TRAIN_LLAMA_SP=0) one layer is VERIFIED at
-world 2, all 12 gradients, in 1.7 s CPU.
+Megatron does. Status (docs/performance.md, "Training step"): at world 2
+the step is VERIFIED with 1, 2 and 4 layers (2.3 s CPU with one layer at
+the scaled widths); at world 4 and 8 it is not, even with no layers: the
+vocab-parallel cross-entropy's backward (the LM head's input gradient) is
+NO RELATION. Without sequence parallelism (TRAIN_LLAMA_SP=0) one layer is
+VERIFIED at world 2, all 12 gradients, in 1.7 s CPU.
 Other layouts measured at world 2 with tiny widths did worse: batch-first
 ids with the rank transposing before its reduce-scatter, as Megatron's
 embedding does, leave the reference lookup NO RELATION; a reference that
