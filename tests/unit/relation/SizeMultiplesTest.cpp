@@ -78,7 +78,9 @@ TEST(SizeMultiples, AGatheredReduceScatterOfTheSequenceIsTheWholeSequence) {
                             shardproof::testing::parseSpecText(kSpec));
   ASSERT_TRUE(static_cast<bool>(r)) << (r ? "" : shardproof::toString(r.takeError()));
   EXPECT_EQ(r->verdict, Verdict::Verified) << r->reason;
-  for (auto &row : r->rows)
-    if (row.tensor == "g")
+  for (auto &row : r->rows) {
+    if (row.tensor == "g") {
       EXPECT_EQ(row.status, RelationRow::Matched) << row.relation;
+    }
+  }
 }
