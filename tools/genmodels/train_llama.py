@@ -36,7 +36,7 @@ tests/models/megatron/gpt2_lm.py). The reference runs its Hugging Face-style
 decoder layers batch-first (the embeddings transposed to [b, s, h] and back
 before the final norm); the ranks run sequence-first [s, b, h] throughout, as
 Megatron does. Status (docs/performance.md, "Training step"): at world 2
-the step is VERIFIED with 1, 2 and 4 layers (2.3 s CPU with one layer at
+the step is VERIFIED with 1, 2, 4 and 8 layers (2.3 s CPU with one layer at
 the scaled widths); at world 4 and 8 it is not, even with no layers: the
 vocab-parallel cross-entropy's backward (the LM head's input gradient) is
 NO RELATION. Without sequence parallelism (TRAIN_LLAMA_SP=0) one layer is
