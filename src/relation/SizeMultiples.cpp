@@ -15,11 +15,13 @@ SizeMultiples SizeMultiples::fromSpec(const spec::Spec &spec) {
   for (auto &c : spec.constraints)
     for (auto &[x, k] : smt::multiplesIn(c.expr)) {
       auto [it, fresh] = lcm.emplace(*x.asVar(), std::make_pair(x, k));
-      if (!fresh) {
-        int64_t l = std::lcm(it->second.second, k);
-        if (l > 0) // an overflowing lcm keeps the first multiple (still a true fact)
-          it->second.second = l;
-      }
+      if (fresh)
+        continue;
+      // An lcm past int64 keeps the multiple so far (still a true fact);
+      // std::lcm itself would overflow silently.
+      int64_t &mult = it->second.second, l = 0;
+      if (!__builtin_mul_overflow(mult / std::gcd(mult, k), k, &l))
+        mult = l;
     }
   SizeMultiples m;
   for (auto &[name, xk] : lcm) {
@@ -39,9 +41,11 @@ Expr SizeMultiples::apply(const Expr &e) const {
 void SizeMultiples::apply(ir::Graph &g) const {
   if (empty())
     return;
-  for (ir::Value &v : g.values)
-    if (v.declared)
-      for (ir::Dim &d : v.declared->dims)
+  // Only graph inputs: every other shape is inferred from them (ShapeInference
+  // reads a declared shape for inputs alone), so value_info is left as is.
+  for (int id : g.inputs)
+    if (auto &shape = g.values[id].declared)
+      for (ir::Dim &d : shape->dims)
         d = apply(d);
 }
 

@@ -4,7 +4,7 @@
 // reference's sequence is `seq`: equal to the concatenation of two shards only
 // by the constraint, so every concat, split and sum over the sequence would
 // leave rewriting for the solver (`seq - seq // 2` against `seq // 2`). With
-// seq written `2 * (seq // 2)` in every declared shape and placement, the shard
+// seq written `2 * (seq // 2)` in every input shape and placement, the shard
 // is the atom `seq // 2` on both sides and the pieces line up by rewriting, as
 // with a shard length the spec names (`seq == 2 * seq_local`). Sound because
 // the two are equal under the constraint, which every solver query assumes;
@@ -25,7 +25,7 @@ public:
   /// least common multiple when several constraints name x).
   static SizeMultiples fromSpec(const spec::Spec &spec);
   bool empty() const { return from_.empty(); }
-  /// x -> c * (x // c) in every declared shape.
+  /// x -> c * (x // c) in the declared shapes of the graph inputs.
   void apply(ir::Graph &g) const;
   /// The same in every placement's expressions; constraints and symbol bounds
   /// keep the plain symbol (they are what justifies the rewrite).
