@@ -136,8 +136,8 @@ bool Claims::dimAgrees(OutputResult &res, int rank, size_t d, const Expr &impl, 
   return false;
 }
 
-// Class unfoldings tried before searching for a numeric difference (as many
-// as a relation proposal may take, Propose.cpp).
+// Unfolding steps tried before searching for a numeric difference (each
+// unfolds a node on every rank that is read; see withPeers).
 constexpr unsigned kQuickUnfoldSteps = 16;
 
 // The elements: equal in normal form, a difference confirmed on numbers
@@ -219,6 +219,30 @@ ClassId nextToUnfold(const Term &a, const Term &b, const ClassTable &classes, bo
   return highest;
 }
 
+// `c` and the classes either side reads that the same node computes on the
+// other ranks: one step unfolds a node on every rank, so the steps a proof
+// needs do not grow with the world size. A vocab-parallel softmax reads its
+// shifted exponentials on each of P ranks; one class a step, the proposal for
+// the reference's softmax minus one-hot met at 2 ranks and not at 4, and the
+// captured training step stayed UNKNOWN at TP4 and TP8.
+std::vector<ClassId> withPeers(const Term &a, const Term &b, ClassId c, const ClassTable &classes) {
+  std::vector<ClassId> out{c};
+  const ClassInfo &ci = classes[c];
+  if (ci.rank < 0 || ci.node.empty())
+    return out;
+  std::vector<ClassId> reads;
+  collectReads(a, reads);
+  collectReads(b, reads);
+  std::sort(reads.begin(), reads.end());
+  reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+  for (ClassId r : reads) {
+    const ClassInfo &ri = classes[r];
+    if (r != c && ri.kind == ClassInfo::Compute && ri.rank >= 0 && ri.rank != ci.rank && ri.node == ci.node)
+      out.push_back(r);
+  }
+  return out;
+}
+
 } // namespace
 
 std::optional<Expr> Claims::unfoldUntilEqual(Term a0, Term b0, Expr diff, unsigned maxSteps) {
@@ -241,8 +265,10 @@ std::optional<Expr> Claims::unfoldUntilEqual(Term a0, Term b0, Expr diff, unsign
       // --solver-timeout 0, 64 such steps took a minute on one GPT block), and
       // the answer is UNKNOWN with the solver's reason either way.
       const unsigned undecidedBefore = core.solver.undecided();
-      a = prover.expandClass(a, c, 0);
-      b = prover.expandClass(b, c, 0);
+      for (ClassId p : withPeers(a, b, c, classes)) {
+        a = prover.expandClass(a, p, 0);
+        b = prover.expandClass(b, p, 0);
+      }
       d = prover.firstDifference(a, b, 0);
       undecided = d && core.solver.undecided() != undecidedBefore;
       if (undecided)

@@ -24,9 +24,11 @@ bool sameSize(smt::Solver &solver, const Expr &a, const Expr &b) {
   return solver.prove("propose.shape", eq).proved();
 }
 
-// Unfoldings per proposal: a name that lines up usually meets the reference's
-// term within a few layers; a proposal is a convenience, not a proof search.
-constexpr unsigned kProposalSteps = 16;
+// Unfolding steps per proposal (each a node on every rank, Claims.cpp): a
+// name that lines up usually meets the reference's term within a few layers
+// (at most 8 in the captured training steps at TP4 and TP8); a proposal is a
+// convenience, not a proof search.
+constexpr unsigned kProposalSteps = 8;
 
 } // namespace
 

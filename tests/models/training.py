@@ -34,6 +34,8 @@ FIXTURES = {
     "llama_sp2_norm_grads_unsynced": ("llama_sp_step_norm_grads_unsynced", 2),
     "gpt2_lm_tp2": ("gpt2_lm_tp_step", 2),
     "gpt2_lm_tp2_ce_grad_unmasked": ("gpt2_lm_tp_step_ce_grad_unmasked", 2),
+    "gpt2_lm_tp4": ("gpt2_lm_tp_step", 4),
+    "gpt2_lm_tp4_ce_grad_unmasked": ("gpt2_lm_tp_step_ce_grad_unmasked", 4),
     "gpt2_lm_pad_tp2": ("gpt2_lm_pad_tp_step", 2),
     "gpt2_lm_pad_tp2_unmasked": ("gpt2_lm_pad_tp_step_unmasked", 2),
 }

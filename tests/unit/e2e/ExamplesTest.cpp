@@ -218,7 +218,11 @@ TEST(Cli, SizeOneHeadShardsRenderAsConcat) {
 // 5.7 s searching for a numeric difference between outputs that agree, and
 // the captured 405B-shaped step with one layer 286 s of 288.
 TEST(Cli, AVerifiedTrainingStepTriesNoNumbers) {
-  for (const char *spec : {"train_gpt2_lm_pad_tp2.yaml", "train_gpt2_lm_tp2.yaml", "train_llama_sp2.yaml"}) {
+  // train_gpt2_lm_tp4: its vocab-parallel softmax is unfolded on all 4 ranks
+  // in one step; a class at a time, the proposals ran out of steps and the
+  // output was proven only after a numeric search (13 s, 1 s now).
+  for (const char *spec :
+       {"train_gpt2_lm_pad_tp2.yaml", "train_gpt2_lm_tp2.yaml", "train_llama_sp2.yaml", "train_gpt2_lm_tp4.yaml"}) {
     std::string json = ::testing::TempDir() + "/tries_no_numbers.json";
     auto r = runShardproof("check -q --json " + json + " " + example(spec));
     EXPECT_EQ(r.exitCode, 0) << spec << "\n" << r.out;
