@@ -155,7 +155,8 @@ struct Options {
   std::string smtDumpDir; // empty: no dumps
   unsigned maxExpansion = 64; // class expansions when comparing outputs
   /// Term nodes beyond which a reference term is neither normalized nor
-  /// covered (it only arises below a node no rank computes).
+  /// covered (it only arises below a node no rank computes); for up to 4
+  /// ranks, times (P/4)^2 above (verify(), Verifier.cpp).
   unsigned maxTermNodes = 4000; // an 8-shard LogSoftmax is about 2,500
   /// Threads for independent solver work (the obligations); results are the
   /// same for any value.
