@@ -2,6 +2,10 @@
 // phase reads the same way.
 #include "Core.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
 namespace shardproof::relation {
 
 using smt::Expr;
@@ -12,6 +16,19 @@ smt::Expr CheckCore::bounds(const Shape &s, const char *prefix) {
   for (size_t d = 0; d < s.rank(); ++d)
     cs.push_back(inRange(indexVar(prefix, static_cast<unsigned>(d)), Expr::intConst(0), s.dims[d]));
   return smt::conj(cs);
+}
+
+// Reference terms over P vocab or sequence shards (a concatenation of P
+// pieces, each summing P partial sums) grow as P^2. At 8 ranks the LM head's
+// weight gradient of the 405B-shaped training step, 8 sequence pieces by 8
+// vocab pieces, outgrew 4,000 nodes and was abstracted before the cover could
+// match it (UNKNOWN at 600 s; with 16,000, VERIFIED in 41 s). Up to 4 ranks
+// the limit is the option's, so nothing changes there.
+Options CheckCore::scaledForWorld(Options o, int worldSize) {
+  const uint64_t quarter = static_cast<uint64_t>(std::max(worldSize, 4)) / 4;
+  o.maxTermNodes = static_cast<unsigned>(
+      std::min<uint64_t>(uint64_t{o.maxTermNodes} * quarter * quarter, std::numeric_limits<unsigned>::max()));
+  return o;
 }
 
 unsigned CheckCore::unknownQueries() const {

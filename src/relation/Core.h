@@ -53,10 +53,15 @@ struct CheckCore {
   Result result;
 
   CheckCore(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, const spec::Spec &spec, const Options &o)
-      : ref(ref), ranks(ranks), spec(spec), opts(o), solver(o.solverTimeoutMs), prover(solver, classes) {
-    prover.setMaxTermNodes(o.maxTermNodes);
+      : ref(ref), ranks(ranks), spec(spec), opts(scaledForWorld(o, static_cast<int>(ranks.size()))),
+        solver(o.solverTimeoutMs), prover(solver, classes) {
+    prover.setMaxTermNodes(opts.maxTermNodes);
     solver.setMemo(o.memo);
   }
+  /// `o` with the limits that depend on the world size applied: the
+  /// reference-term node limit is `o.maxTermNodes` up to 4 ranks and times
+  /// (P/4)^2 above (Core.cpp says why).
+  static Options scaledForWorld(Options o, int worldSize);
 
   int worldSize() const { return static_cast<int>(ranks.size()); }
   /// Solver queries that ended Unknown so far (timeouts, memory, the budget).

@@ -9,7 +9,6 @@
 #include "Walk.h"
 
 #include <algorithm>
-#include <limits>
 #include <chrono>
 #include <optional>
 #include <sstream>
@@ -108,17 +107,7 @@ llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph>
     specM = spec;
     multiples.apply(*specM);
   }
-  // The reference terms over P vocab or sequence shards (a concatenation of
-  // P pieces, each summing P partial sums) grow as P^2: the node limit is the
-  // option's up to 4 ranks and scales so above. At 8 ranks the LM head's
-  // weight gradient of the 405B-shaped training step, 8 sequence pieces by 8
-  // vocab pieces, outgrew 4,000 nodes and was abstracted before the cover
-  // could match it (UNKNOWN at 600 s; with 16,000, VERIFIED in 66 s).
-  Options scaled = opts;
-  const uint64_t quarter = static_cast<uint64_t>(std::max(spec.worldSize, 4)) / 4;
-  scaled.maxTermNodes = static_cast<unsigned>(
-      std::min<uint64_t>(uint64_t{opts.maxTermNodes} * quarter * quarter, std::numeric_limits<unsigned>::max()));
-  CheckCore core(refM ? *refM : ref, refM ? ranksM : ranks, specM ? *specM : spec, scaled);
+  CheckCore core(refM ? *refM : ref, refM ? ranksM : ranks, specM ? *specM : spec, opts);
   Stats &st = core.result.stats;
   checkOpsets(core);
   configureSolver(core, opts, t0);

@@ -156,7 +156,7 @@ struct Options {
   unsigned maxExpansion = 64; // class expansions when comparing outputs
   /// Term nodes beyond which a reference term is neither normalized nor
   /// covered (it only arises below a node no rank computes); for up to 4
-  /// ranks, times (P/4)^2 above (verify(), Verifier.cpp).
+  /// ranks, times (P/4)^2 above (CheckCore::scaledForWorld, Core.cpp).
   unsigned maxTermNodes = 4000; // an 8-shard LogSoftmax is about 2,500
   /// Threads for independent solver work (the obligations); results are the
   /// same for any value.
