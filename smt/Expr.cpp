@@ -132,6 +132,33 @@ static bool hasAppIn(Z3_ast a, int depth) {
 
 bool Expr::hasApp() const { return ast_ && hasAppIn(ast_, 0); }
 
+// Walks shared subterms once (terms are DAGs) and into quantifier bodies (a
+// value range's forall applies its function there).
+static void collectFunctions(Z3_ast a, std::set<unsigned> &seen, std::map<std::string, unsigned> &out) {
+  Z3_context c = ctx();
+  if (!seen.insert(Z3_get_ast_id(c, a)).second)
+    return;
+  if (Z3_get_ast_kind(c, a) == Z3_QUANTIFIER_AST)
+    return collectFunctions(Z3_get_quantifier_body(c, a), seen, out);
+  if (Z3_get_ast_kind(c, a) != Z3_APP_AST)
+    return;
+  Z3_app app = Z3_to_app(c, a);
+  Z3_func_decl d = Z3_get_app_decl(c, app);
+  unsigned n = Z3_get_app_num_args(c, app);
+  if (n > 0 && Z3_get_decl_kind(c, d) == Z3_OP_UNINTERPRETED)
+    out.emplace(Z3_get_symbol_string(c, Z3_get_decl_name(c, d)), n);
+  for (unsigned i = 0; i < n; ++i)
+    collectFunctions(Z3_get_app_arg(c, app, i), seen, out);
+}
+
+std::map<std::string, unsigned> Expr::functions() const {
+  std::map<std::string, unsigned> out;
+  std::set<unsigned> seen;
+  if (ast_)
+    collectFunctions(ast_, seen, out);
+  return out;
+}
+
 static unsigned degreeOf(Z3_ast a, std::unordered_map<unsigned, unsigned> &memo) {
   constexpr unsigned kCap = 1000;
   Z3_context c = ctx();

@@ -61,10 +61,38 @@ Solver::Solver(unsigned timeoutMs) : timeoutMs_(timeoutMs) {}
 Solver::~Solver() = default;
 
 void Solver::assume(const Expr &fact) {
+  // A fact that applies a function another fact is set aside for would break
+  // the independence that lets queries skip that one: all of them go global.
+  if (fact.hasApp())
+    for (auto &fn : factFunction_)
+      if (!fn.empty() && fact.functions().count(fn))
+        fn.clear();
   assumptions_.push_back(fact);
+  factFunction_.emplace_back();
   facts_.learn(fact);
   assumptionDegree_ = std::max(assumptionDegree_, fact.degree());
   cache_.clear();
+}
+
+void Solver::assumeOnFunction(const Expr &fact, const std::string &fn, const Expr &satisfiable) {
+  bool aside = prove("assume.satisfiable", satisfiable, false).proved();
+  for (auto &a : assumptions_)
+    aside = aside && !(a.hasApp() && a.functions().count(fn));
+  assume(fact);
+  if (aside)
+    factFunction_.back() = fn;
+}
+
+// The facts set aside for the functions `formula` applies, as one conjunct.
+static Expr factsFor(const Expr &formula, const std::vector<Expr> &facts, const std::vector<std::string> &about) {
+  if (std::all_of(about.begin(), about.end(), [](auto &f) { return f.empty(); }) || !formula.hasApp())
+    return Expr::boolConst(true);
+  std::map<std::string, unsigned> used = formula.functions();
+  std::vector<Expr> out;
+  for (size_t i = 0; i < facts.size(); ++i)
+    if (!about[i].empty() && used.count(about[i]))
+      out.push_back(facts[i]);
+  return conj(out);
 }
 
 unsigned Solver::totalQueries() const {
@@ -139,6 +167,15 @@ void Solver::dump(const std::string &name, const Expr &formula) {
     vars.insert(v);
   for (auto &v : vars)
     f << "(declare-const |" << v << "| Int)\n";
+  std::map<std::string, unsigned> fns = formula.functions();
+  for (auto &a : assumptions_)
+    fns.merge(a.functions());
+  for (auto &[fn, arity] : fns) {
+    f << "(declare-fun |" << fn << "| (";
+    for (unsigned i = 0; i < arity; ++i)
+      f << (i ? " Int" : "Int");
+    f << ") Int)\n";
+  }
   for (auto &a : assumptions_)
     f << "(assert " << a.smtlib() << ")\n";
   f << "(assert " << formula.smtlib() << ")\n(check-sat)\n(get-model)\n";
@@ -286,9 +323,13 @@ CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, b
       I.inc = Z3_mk_simple_solver(c);
       Z3_solver_inc_ref(c, I.inc);
     }
+    // Facts about functions the formula does not apply stay out (quantifiers
+    // slow every query down); those it applies join it in the query's scope.
     for (; I.asserted < assumptions_.size(); ++I.asserted)
-      Z3_solver_assert(c, I.inc, raw(assumptions_[I.asserted]));
-    o = checkOn(c, I.inc, I.watchdog, formula, timeoutMs, /*scoped=*/true, wantModel);
+      if (factFunction_[I.asserted].empty())
+        Z3_solver_assert(c, I.inc, raw(assumptions_[I.asserted]));
+    Expr withFacts = formula && factsFor(formula, assumptions_, factFunction_);
+    o = checkOn(c, I.inc, I.watchdog, withFacts, timeoutMs, /*scoped=*/true, wantModel);
     if (o.res == Z3_L_UNDEF) {
       // A canceled solver is not reused, and an incomplete answer of the
       // incremental core is asked again of a fresh solver (its tactics for

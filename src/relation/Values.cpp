@@ -36,8 +36,12 @@ void InputBinding::boundValues(ClassId c, const spec::Placement &pl) {
   for (size_t d = 0; d < ci.shape.rank(); ++d)
     inside.push_back(inRange(q[d], Expr::intConst(0), ci.shape.dims[d]));
   Expr v = Expr::app(ints.valueFunction(c), {q.begin(), q.end()});
-  solver.assume(Expr::forall({q.begin(), q.end()},
-                             smt::implies(smt::conj(inside), pl.values->first <= v && v <= pl.values->second)));
+  // Met by the constant lo whenever lo <= hi: queries that read no element of
+  // this tensor are asked without the quantifier.
+  solver.assumeOnFunction(
+      Expr::forall({q.begin(), q.end()},
+                   smt::implies(smt::conj(inside), pl.values->first <= v && v <= pl.values->second)),
+      ints.valueFunction(c), pl.values->first <= pl.values->second);
   result.notes.push_back("values of '" + ci.label + "' assumed in [" + pl.values->first.str() + ", " +
                          pl.values->second.str() + "]");
 }

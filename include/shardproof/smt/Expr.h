@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -82,6 +83,9 @@ public:
 
   /// Does an uninterpreted function application (tensor data) occur in it?
   bool hasApp() const;
+  /// The uninterpreted functions applied in it (also under a forall), with
+  /// their arities.
+  std::map<std::string, unsigned> functions() const;
   /// The polynomial degree in the integer variables (n * n * m is 3; a sum,
   /// a quotient or a remainder takes its largest operand's), capped at 1000. Cheap: no solver. High degrees are where Z3's
   /// preprocessing stops answering its interrupt.

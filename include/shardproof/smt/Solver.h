@@ -66,6 +66,14 @@ public:
   /// A background fact (spec constraint, symbol bound) assumed by every query.
   /// Clears the result cache (answers may change under a new assumption).
   void assume(const Expr &fact);
+  /// A background fact that constrains only the uninterpreted function `fn`
+  /// (a tensor's value range: forall q in the shape, lo <= fn(q) <= hi) and
+  /// can be met by some fn whenever `satisfiable` holds. If the assumptions
+  /// so far prove `satisfiable`, the fact joins only the queries that apply
+  /// fn (an equivalent query: every model of the others extends to fn), so
+  /// index arithmetic is decided without quantifiers; otherwise it is
+  /// assumed like any other fact.
+  void assumeOnFunction(const Expr &fact, const std::string &fn, const Expr &satisfiable);
   /// Queries (with their assumptions) of a higher Expr::degree() are not
   /// asked: Unknown, saying why. Real size arithmetic stays far below.
   static constexpr unsigned kMaxDegree = 20; // seen: n^24 still answers the interrupt, n^28 not
@@ -146,6 +154,9 @@ private:
   unsigned undecided_ = 0;
 
   std::vector<Expr> assumptions_;
+  /// Parallel to assumptions_: the function an assumeOnFunction fact is
+  /// about, or "" for a fact every query assumes.
+  std::vector<std::string> factFunction_;
   /// Symbol bounds from the assumptions: goals are rewritten with them before
   /// Z3 sees them (products of sizes cancelled, signs decided; Facts.h).
   SizeFacts facts_;
