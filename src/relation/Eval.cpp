@@ -182,7 +182,8 @@ struct Evaluator {
         computing.pop_back();
       --depth;
       env = saved;
-      memo[key] = v;
+      if (!incomplete) // a value from a cut-short evaluation is not kept
+        memo[key] = v;
       return v;
     }
     }
@@ -303,5 +304,9 @@ bool Replayer::recordedAllReads() const { return impl_->e.recordedReads < Evalua
 
 bool Replayer::complete() const { return !impl_->e.incomplete; }
 void Replayer::setBudget(uint64_t steps) { impl_->e.budget = steps; }
+void Replayer::newProbe(uint64_t steps) {
+  impl_->e.incomplete = false;
+  impl_->e.budget = steps;
+}
 
 } // namespace shardproof::relation

@@ -143,8 +143,10 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
       return false;
     last.push_back(*v - 1);
   }
-  Replayer rp(core.classes, sizes);
-  rp.setBudget(200'000); // a probe, not a search: past this, no rejection
+  if (!probe)
+    probe = std::make_unique<Replayer>(core.classes, sizes);
+  Replayer &rp = *probe;
+  rp.newProbe(200'000); // a probe, not a search: past this, no rejection
   std::vector<int64_t> first(last.size(), 0), mid = last;
   for (auto &x : mid)
     x /= 2;

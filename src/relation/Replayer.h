@@ -52,6 +52,10 @@ public:
   bool complete() const;
   /// Term steps this replayer may take before it gives up (default 50M).
   void setBudget(uint64_t steps);
+  /// Starts another evaluation on this replayer with `steps` of budget,
+  /// keeping the class elements computed so far (classes never change; an
+  /// element whose evaluation was cut short is never kept).
+  void newProbe(uint64_t steps);
 
 private:
   struct Impl;

@@ -8,8 +8,10 @@
 #include "Claims.h"
 #include "Core.h"
 #include "NodeEval.h"
+#include "Replayer.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +41,10 @@ private:
   bool reportedUnresolved = false;
   /// The smallest admissible sizes (computed once; empty if none).
   std::optional<std::map<std::string, int64_t>> smallestSizes;
+  /// Numbers at those sizes for every proposal of the walk: class elements
+  /// are evaluated once, not once per proposal (each reaches back to the
+  /// inputs, so per-proposal evaluation grew with the layers squared).
+  std::unique_ptr<Replayer> probe;
 
   using Checkpoints = std::map<std::string, const spec::Placement *>;
   llvm::Expected<Checkpoints> checkpoints() const;
