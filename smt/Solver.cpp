@@ -63,10 +63,12 @@ Solver::~Solver() = default;
 void Solver::assume(const Expr &fact) {
   // A fact that applies a function another fact is set aside for would break
   // the independence that lets queries skip that one: all of them go global.
-  if (fact.hasApp())
+  if (std::any_of(factFunction_.begin(), factFunction_.end(), [](auto &f) { return !f.empty(); })) {
+    std::map<std::string, unsigned> applied = fact.functions();
     for (auto &fn : factFunction_)
-      if (!fn.empty() && fact.functions().count(fn))
+      if (!fn.empty() && applied.count(fn))
         fn.clear();
+  }
   assumptions_.push_back(fact);
   factFunction_.emplace_back();
   facts_.learn(fact);
@@ -77,7 +79,7 @@ void Solver::assume(const Expr &fact) {
 void Solver::assumeOnFunction(const Expr &fact, const std::string &fn, const Expr &satisfiable) {
   bool aside = prove("assume.satisfiable", satisfiable, false).proved();
   for (auto &a : assumptions_)
-    aside = aside && !(a.hasApp() && a.functions().count(fn));
+    aside = aside && !a.functions().count(fn);
   assume(fact);
   if (aside)
     factFunction_.back() = fn;
@@ -85,9 +87,9 @@ void Solver::assumeOnFunction(const Expr &fact, const std::string &fn, const Exp
 
 // The facts set aside for the functions `formula` applies, as one conjunct.
 static Expr factsFor(const Expr &formula, const std::vector<Expr> &facts, const std::vector<std::string> &about) {
-  if (std::all_of(about.begin(), about.end(), [](auto &f) { return f.empty(); }) || !formula.hasApp())
+  if (std::all_of(about.begin(), about.end(), [](auto &f) { return f.empty(); }))
     return Expr::boolConst(true);
-  std::map<std::string, unsigned> used = formula.functions();
+  std::map<std::string, unsigned> used = formula.functions(); // one walk, shared subterms once
   std::vector<Expr> out;
   for (size_t i = 0; i < facts.size(); ++i)
     if (!about[i].empty() && used.count(about[i]))
