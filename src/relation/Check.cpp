@@ -298,6 +298,7 @@ void OutputCheck::decide() {
   attachSources(core.ref, core.ranks, result.failures);
   result.stats.solverQueries = core.solver.totalQueries();
   result.stats.cacheHits = core.prover.cacheHits() + core.solver.cacheHits();
+  result.stats.witnessed = core.solver.witnessed();
   result.stats.rewriteSteps = core.prover.rewriteSteps();
   result.stats.memoStored = core.memo.stored();
   result.stats.memoHits = core.memo.hits();

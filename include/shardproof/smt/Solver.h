@@ -52,7 +52,8 @@ struct Proof {
 
 struct QueryStats {
   unsigned unsat = 0, sat = 0, unknown = 0, error = 0, trivial = 0;
-  unsigned cached = 0; // answered from the result cache (an earlier identical formula)
+  unsigned cached = 0;    // answered from the result cache (an earlier identical formula)
+  unsigned witnessed = 0; // Sat by a model of an earlier query, without Z3
   double seconds = 0;
 };
 
@@ -114,6 +115,8 @@ public:
   /// Queries that reached Z3 (not folded, not cached).
   unsigned totalQueries() const;
   unsigned cacheHits() const { return cacheHits_; }
+  /// Queries answered Sat by the model of an earlier one (not in totalQueries).
+  unsigned witnessed() const { return witnessed_; }
   /// Answers Unknown or Error so far, cached ones included.
   unsigned undecided() const { return undecided_; }
 
@@ -151,6 +154,7 @@ private:
   };
   std::unordered_map<unsigned, Cached> cache_;
   unsigned cacheHits_ = 0;
+  unsigned witnessed_ = 0;
   unsigned undecided_ = 0;
 
   std::vector<Expr> assumptions_;
