@@ -94,7 +94,16 @@ public:
   /// normalize and cover steps taken (for --stats).
   uint64_t rewriteSteps() const { return rewriteSteps_; }
 
+  /// The rotary matcher's candidate filter (RotaryMatch.cpp): the classes a
+  /// read of `c` can turn into under the rotary expansion (sorted, itself
+  /// included), and the reads `t` has on every branch outside selects.
+  const std::vector<ClassId> &rotaryReach(ClassId c, bool angle);
+  static void requiredReads(const Term &t, std::vector<ClassId> &out);
+  /// Score classes expanded by the rotary matcher so far.
+  unsigned rotaryCandidatesExpanded() const { return rotaryExpanded_; }
+
 private:
+  unsigned rotaryExpanded_ = 0;
   std::optional<smt::Expr> nodeDifference(const Term &a, const Term &b, int level);
   static bool isAddTerm(const Term &t);
   /// a == b as linear combinations of addends (Linear.cpp).
@@ -128,6 +137,13 @@ private:
   std::optional<Term> tryRotaryMatch(const Term &t, int level);
   bool rotaryClass(ClassId c, std::unordered_set<ClassId> &seen) const;
   Term expandRotary(const Term &t, int level, bool angle, size_t &budget);
+  void termReach(const Term &t, bool angle, std::unordered_set<const ir::TermNode *> &seen,
+                 std::vector<ClassId> &out);
+  const std::vector<ClassId> &rotaryDefReach(ClassId c);
+  bool rotaryScores(ClassId c);
+  std::unordered_map<uint64_t, std::vector<ClassId>> rotaryReach_;
+  std::unordered_map<ClassId, std::vector<ClassId>> rotaryDefReach_;
+  std::unordered_map<ClassId, bool> rotaryScores_;
   /// Where class `ci` holds the reference element at `iv` (the same index, or
   /// on a shorter axis of a rank's class its chunk); `region` bounds the chunk.
   bool sumSite(const ClassInfo &ci, const ir::IndexVec &iv, ir::IndexVec &at, smt::Expr &region);

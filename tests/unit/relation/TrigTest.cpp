@@ -206,3 +206,35 @@ TEST_F(TrigFixture, RandomTrigPolynomialsKeepTheirValues) {
   }
   EXPECT_GT(normalized, 40);
 }
+
+// The rotary matcher compares a reference score with a rank's score class
+// only if the class's expansion can read what the score reads: in a model of
+// L layers, layer k's scores are not expanded against the other layers'.
+TEST_F(TrigFixture, ARotatedQReachesQAndTheFrequenciesButNotThroughAMatmul) {
+  Expr u = indexVar("u", 0);
+  ClassInfo mm; // a projection: a sum, not elementwise
+  mm.kind = ClassInfo::Compute;
+  mm.shape.dims.push_back(Expr::intConst(4));
+  mm.def = mkSum(1, Expr::intConst(0), Expr::intConst(kN), mkMul({at(x, boundVar(1)), at(y, boundVar(1))}));
+  ClassId proj = table.add(mm);
+  ClassInfo ro; // proj * cos(w * 3) - q * sin(w * 3)
+  ro.kind = ClassInfo::Compute;
+  ro.shape.dims.push_back(Expr::intConst(4));
+  Term ang = mkMul({at(w, u), c(3)});
+  ro.def = mkSub(mkMul({at(proj, u), cosT(ang)}), mkMul({at(q, u), sinT(ang)}));
+  ClassId rot = table.add(ro);
+
+  const std::vector<ClassId> &r = prover.rotaryReach(rot, false);
+  EXPECT_EQ(r, (std::vector<ClassId>{w, q, proj, rot}));
+  EXPECT_EQ(prover.rotaryReach(proj, false), std::vector<ClassId>{proj}) << "a matmul is read, not expanded";
+  EXPECT_EQ(prover.rotaryReach(proj, true), (std::vector<ClassId>{x, y, proj})) << "inside an angle it is";
+}
+
+TEST_F(TrigFixture, AReadOnOnlyOneSideOfASelectIsNotRequired) {
+  Expr cond = indexVar("i", 0) < Expr::intConst(3);
+  std::vector<ClassId> req;
+  Prover::requiredReads(mkSelect(cond, mkAdd({xi(), yi()}), mkMul({xi(), at(w, indexVar("i", 0))})), req);
+  EXPECT_EQ(req, std::vector<ClassId>{x});
+  Prover::requiredReads(mkAdd({at(w, indexVar("i", 0)), mkSelect(cond, yi(), mkMul({yi(), c(2)}))}), req);
+  EXPECT_EQ(req, (std::vector<ClassId>{y, w}));
+}
