@@ -304,6 +304,7 @@ bool Replayer::recordedAllReads() const { return impl_->e.recordedReads < Evalua
 
 bool Replayer::complete() const { return !impl_->e.incomplete; }
 void Replayer::setBudget(uint64_t steps) { impl_->e.budget = steps; }
+uint64_t Replayer::budgetLeft() const { return impl_->e.budget; }
 void Replayer::newProbe(uint64_t steps) {
   impl_->e.incomplete = false;
   impl_->e.budget = steps;

@@ -56,6 +56,8 @@ public:
   /// keeping the class elements computed so far (classes never change; an
   /// element whose evaluation was cut short is never kept).
   void newProbe(uint64_t steps);
+  /// Steps left of the budget.
+  uint64_t budgetLeft() const;
 
 private:
   struct Impl;

@@ -45,6 +45,9 @@ private:
   /// are evaluated once, not once per proposal (each reaches back to the
   /// inputs, so per-proposal evaluation grew with the layers squared).
   std::unique_ptr<Replayer> probe;
+  /// Steps the walk's probes may take past their own (ReferenceWalk::probe
+  /// in Propose.cpp); set on the first probe from the reference graph's size.
+  std::optional<uint64_t> probePool;
 
   using Checkpoints = std::map<std::string, const spec::Placement *>;
   llvm::Expected<Checkpoints> checkpoints() const;

@@ -63,3 +63,18 @@ TEST_F(ReplayerProbe, ASumCutShortByTheBudgetIsNotReadByTheNextProbe) {
   Replayer fresh(table, {});
   EXPECT_EQ(full, fresh.at(readTotal(), {}));
 }
+
+// The walk's probes share a pool of steps past their own (Propose.cpp): what
+// a probe took is what newProbe gave minus what is left.
+TEST_F(ReplayerProbe, WhatAProbeTookIsWhatItWasGivenMinusWhatIsLeft) {
+  Replayer rp(table, {});
+  rp.newProbe(10 * kN);
+  (void)rp.at(readTotal(), {});
+  ASSERT_TRUE(rp.complete());
+  uint64_t took = 10 * kN - rp.budgetLeft();
+  EXPECT_GE(took, static_cast<uint64_t>(kN)) << "a sum of kN reads";
+  EXPECT_LT(took, static_cast<uint64_t>(3 * kN));
+  rp.newProbe(10 * kN);
+  (void)rp.at(readTotal(), {});
+  EXPECT_LE(10 * kN - rp.budgetLeft(), 2u) << "kept: the second probe reads one element";
+}
