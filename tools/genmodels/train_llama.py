@@ -37,7 +37,7 @@ decoder layers batch-first (the embeddings transposed to [b, s, h] and back
 before the final norm); the ranks run sequence-first [s, b, h] throughout, as
 Megatron does. Status (docs/performance.md, "Training step"): at world 2
 the step is VERIFIED with 1, 2, 4 and 8 layers (2.3 s CPU with one layer at
-the scaled widths); with one layer also at world 4 (6 s) and 8 (29 s
+the scaled widths); with one layer also at world 4 (6 s) and 8 (24 s
 CPU); at world 8 a layer costs 1 to 2 s (tiny widths, 4 layers VERIFIED
 in 24 to 28 s), still far from the 126-layer target. Without sequence
 parallelism (TRAIN_LLAMA_SP=0) one layer is VERIFIED at world 2, all 12

@@ -54,28 +54,29 @@ TEST(WitnessCache, AModelFromBeforeANewFactIsNotReused) {
   EXPECT_EQ(s.witnessed(), 0u);
 }
 
-TEST(WitnessCache, AModelBuiltWithoutARangeDoesNotAnswerAQueryUnderIt) {
-  // The first query does not read ids, so its model says nothing of them
-  // (completed, ids is 0 everywhere); the range 5..9 joins the second query,
-  // which is unsatisfiable under it.
+// Token ids in 5..9 over a tensor of n >= 1 elements, read at i.
+struct IdsInRange : ::testing::Test {
   Solver s;
-  Expr n = sym("n"), i = sym("i");
-  s.assume(n >= k(1));
-  s.assumeOnFunction(rangeOf("ids", n, 5, 9), "ids", k(5) <= k(9));
-  EXPECT_EQ(s.check("index", k(0) <= i && i < n, false).result, Result::Sat);
-  Expr read = Expr::app("ids", {i});
-  EXPECT_EQ(s.check("ids", k(0) <= i && i < n && read == k(0), false).result, Result::Unsat);
+  Expr n = sym("n"), i = sym("i"), read = Expr::app("ids", {sym("i")});
+  Expr inside = k(0) <= i && i < n;
+  void SetUp() override {
+    s.assume(n >= k(1));
+    s.assumeOnFunction(rangeOf("ids", n, 5, 9), "ids", k(5) <= k(9));
+  }
+};
+
+TEST_F(IdsInRange, AModelBuiltWithoutTheRangeDoesNotAnswerAQueryUnderIt) {
+  // The first query does not read ids, so its model says nothing of them
+  // (completed, ids is 0 everywhere); the range joins the second query,
+  // which is unsatisfiable under it.
+  EXPECT_EQ(s.check("index", inside, false).result, Result::Sat);
+  EXPECT_EQ(s.check("ids", inside && read == k(0), false).result, Result::Unsat);
   EXPECT_EQ(s.witnessed(), 0u);
 }
 
-TEST(WitnessCache, AModelBuiltUnderARangeAnswersQueriesUnderIt) {
-  Solver s;
-  Expr n = sym("n"), i = sym("i");
-  s.assume(n >= k(1));
-  s.assumeOnFunction(rangeOf("ids", n, 5, 9), "ids", k(5) <= k(9));
-  Expr read = Expr::app("ids", {i});
-  EXPECT_EQ(s.check("ids", k(0) <= i && i < n && read >= k(5), false).result, Result::Sat);
-  EXPECT_EQ(s.check("ids", k(0) <= i && i < n && read <= k(9), false).result, Result::Sat);
+TEST_F(IdsInRange, AModelBuiltUnderTheRangeAnswersQueriesUnderIt) {
+  EXPECT_EQ(s.check("ids", inside && read >= k(5), false).result, Result::Sat);
+  EXPECT_EQ(s.check("ids", inside && read <= k(9), false).result, Result::Sat);
   EXPECT_EQ(s.witnessed(), 1u);
 }
 
