@@ -30,6 +30,9 @@ struct Region {
 /// their addends (real arithmetic, exact); nullopt past 64 addends.
 std::optional<Term> expandLinear(const Term &t);
 
+/// A Cos or Sin application (Trig.cpp; the rotary matcher reads it too).
+bool isTrig(const Term &t);
+
 class Prover {
 public:
   Prover(smt::Solver &solver, ClassTable &classes) : solver_(solver), classes_(classes) {}
@@ -99,11 +102,8 @@ public:
   /// included), and the reads `t` has on every branch outside selects.
   const std::vector<ClassId> &rotaryReach(ClassId c, bool angle);
   static void requiredReads(const Term &t, std::vector<ClassId> &out);
-  /// Score classes expanded by the rotary matcher so far.
-  unsigned rotaryCandidatesExpanded() const { return rotaryExpanded_; }
 
 private:
-  unsigned rotaryExpanded_ = 0;
   std::optional<smt::Expr> nodeDifference(const Term &a, const Term &b, int level);
   static bool isAddTerm(const Term &t);
   /// a == b as linear combinations of addends (Linear.cpp).

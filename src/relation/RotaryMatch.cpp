@@ -17,7 +17,6 @@ using namespace ir;
 
 namespace {
 constexpr size_t kMaxExpandedNodes = 200000;
-bool isTrig(const Term &t) { return t->kind == TermKind::Apply && (t->fn == Fn::Cos || t->fn == Fn::Sin); }
 } // namespace
 
 // A definition that is elementwise arithmetic (a rotated q is a Select on
@@ -247,7 +246,6 @@ std::optional<Term> Prover::tryRotaryMatch(const Term &t, int level) {
       inBounds.push_back(Expr::intConst(0) <= at[d] && at[d] < ci.shape.dims[d]);
     if (!implies(smt::conj(inBounds), "rotary.bounds"))
       continue;
-    ++rotaryExpanded_;
     size_t b2 = kMaxExpandedNodes;
     Term rhs0 = expandRotary(instantiate(ci.def, indexVars("u", rank), at, level), level, false, b2);
     if (b2 == 0)

@@ -64,9 +64,10 @@ bool sameAtoms(const std::vector<Term> &a, const std::vector<Term> &b) {
   return true;
 }
 
-bool isTrig(const Term &t) { return t->kind == TermKind::Apply && (t->fn == Fn::Cos || t->fn == Fn::Sin); }
 
 } // namespace
+
+bool isTrig(const Term &t) { return t->kind == TermKind::Apply && (t->fn == Fn::Cos || t->fn == Fn::Sin); }
 
 // The normal form above, under the prover's path (it decides ranges).
 class TrigNormalizer {
