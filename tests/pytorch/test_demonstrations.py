@@ -16,9 +16,11 @@ WRAPPER = os.path.join(ROOT, "tools", "shardproof-torch")
 BINARY = os.environ.get("SHARDPROOF_BINARY", os.path.join(ROOT, "build", "shardproof"))
 
 
-def three_commands(factory, world_size, train=False, edit=None):
+def three_commands(factory, world_size, train=False, edit=None, onnx_chunk=None):
     """export -> init -> check --witness; returns (exit code, report). `edit`
-    rewrites the drafted spec's text where a user would correct a guess."""
+    rewrites the drafted spec's text where a user would correct a guess;
+    `onnx_chunk` sets how many nodes the exporter converts to ONNX at a time."""
+    env = dict(os.environ, SHARDPROOF_ONNX_CHUNK=str(onnx_chunk)) if onnx_chunk else None
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "export")
         spec = os.path.join(tmp, "spec.yaml")
@@ -29,7 +31,7 @@ def three_commands(factory, world_size, train=False, edit=None):
              "--world-size", str(world_size), "-o", spec],
         ]
         for cmd in steps:
-            r = subprocess.run(cmd, capture_output=True, text=True)
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if r.returncode != 0:
                 raise AssertionError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
         if edit:
@@ -198,6 +200,18 @@ class TrainingStep(Demonstration):
         self.assertIn("loss: VERIFIED", report)
         for norm in ("input_layernorm", "post_attention_layernorm"):
             self.assertIn(f"grad:model.{norm}.weight: VERIFIED", report)
+
+    def test_llama_sp_step_converted_to_onnx_in_pieces_proves_and_refutes_alike(self):
+        # The exporter converts deep graphs 400 nodes at a time (torch 1.13's
+        # whole-graph conversion is quadratic); these graphs are small, so
+        # force pieces of 32 nodes.
+        code, report = three_commands("training.py:llama_sp_step", 2, train=True, onnx_chunk=32)
+        self.assertEqual(code, 0, report)
+        self.assertIn("grad:model.input_layernorm.weight: VERIFIED", report)
+        code, report = three_commands("training.py:llama_sp_step_norm_grads_unsynced", 2, train=True, onnx_chunk=32)
+        self.assertEqual(code, 1, report)
+        self.assertIn("grad:model.input_layernorm.weight: REFUTED", report)
+        self.assertIn("CONFIRMED: the two numbers differ", report)
 
     def test_llama_sp_step_without_the_norm_gradients_all_reduce_is_refuted(self):
         code, report = three_commands("training.py:llama_sp_step_norm_grads_unsynced", 2, train=True)

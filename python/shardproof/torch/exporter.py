@@ -16,6 +16,7 @@ from typing import Callable, Dict, List, Optional
 import onnx
 import torch
 
+from . import chunked
 from . import collectives as C
 from . import gradients
 from . import sizes as symbolic_sizes
@@ -144,7 +145,7 @@ def _export_one(what, module, inputs, dynamic, outputs_hint, case, train=False):
             # tensor.
             # verbose=True keeps each node's Python stack in its doc_string
             # (compacted by _source_sites); the graph dump it prints is muted.
-            with _quiet_onnx_log():
+            with _quiet_onnx_log(), chunked.linear_onnx_pass():
                 torch.onnx.export(module, args, buf, opset_version=OPSET, input_names=names,
                                   output_names=output_names, dynamic_axes=dynamic, export_params=False,
                                   do_constant_folding=False, verbose=True)

@@ -1,0 +1,171 @@
+"""torch 1.13's TorchScript -> ONNX conversion in pieces, in linear time.
+
+torch._C._jit_pass_onnx converts node by node and hands the symbolic function
+of each node the whole value map built so far (`env`), copied into a Python
+dict at every call: converting N nodes costs O(N^2). A training step of a deep
+model has tens of thousands of nodes (an 8-layer Llama step at TP8 did not
+finish in 50 minutes). This module converts the graph in consecutive chunks of
+at most CHUNK nodes, each an ordinary call of the original pass on a small
+graph, and stitches the converted chunks into one graph.
+
+What a chunk sees matches what the whole-graph pass would have given the same
+nodes:
+- a value made by an earlier chunk enters as a graph input carrying the
+  *converted* value's type (the symbolic shapes ONNX shape inference gave it);
+- a value that is not a tensor (a list, None, a number) or a TorchScript
+  constant is not passed across: its producer is cloned into the chunk, so
+  the symbolic functions that look at their inputs' producers (constant
+  shapes, list constructions) see the same nodes.
+A graph the chunking cannot handle (a piece whose conversion changes its
+outputs) is converted whole.
+tests: python/tests/test_chunked.py compares chunked and whole conversions.
+"""
+import contextlib
+import os
+
+import torch
+
+_C = torch._C
+# Nodes per chunk: the quadratic part of a chunk stays small while the
+# per-call overhead (clearing the constant map, the chunk's own inputs) stays
+# negligible. SHARDPROOF_ONNX_CHUNK=0 converts whole graphs (for comparison).
+CHUNK = int(os.environ.get("SHARDPROOF_ONNX_CHUNK", "400"))
+
+
+def _is_tensor(v):
+    return isinstance(v.type(), _C.TensorType)
+
+
+def _must_clone(v):
+    """A value a chunk recomputes instead of receiving: non-tensors and constants."""
+    return not _is_tensor(v) or v.node().kind() == "prim::Constant"
+
+
+class _Unchunkable(Exception):
+    pass
+
+
+def _top(node):
+    """The top-level node of the graph that holds `node` (itself, or the
+    node whose sub-block it is in)."""
+    while True:
+        owner = node.owningBlock().owningNode()
+        if owner is None:
+            return node
+        node = owner
+
+
+def _chunks(nodes, size):
+    return [nodes[i:i + size] for i in range(0, len(nodes), size)]
+
+
+def _build_piece(nodes, converted):
+    """A TorchScript graph holding `nodes` (and clones of the non-tensor
+    producers they read). Values from outside are inputs typed like their
+    converted counterparts. Returns (graph, [original input values],
+    [original output values])."""
+    g = _C.Graph()
+    local = {}  # original value -> value in g
+    inputs = []
+    members = set(nodes)
+
+    def value(v):
+        if v in local:
+            return local[v]
+        p = v.node()
+        if p not in members and _must_clone(v):
+            clone_node(p)
+            return local[v]
+        if p in members:
+            raise _Unchunkable(f"{p.kind()} read before it is made")
+        if v not in converted:
+            raise _Unchunkable(f"value {v.debugName()} has no converted counterpart")
+        i = g.addInput()
+        i.copyMetadata(converted[v])
+        local[v] = i
+        inputs.append(v)
+        return i
+
+    def clone_node(n):
+        # Sub-blocks (autograd.Function bodies) are cloned with the node;
+        # the outer values they read come through `value` too.
+        c = g.createClone(n, value)
+        g.appendNode(c)
+        for o, co in zip(n.outputs(), c.outputs()):
+            local[o] = co
+
+    for n in nodes:
+        clone_node(n)
+    outputs = []
+    for n in nodes:
+        for o in n.outputs():
+            if any(_top(u.user) not in members for u in o.uses()):
+                g.registerOutput(local[o])
+                outputs.append(o)
+    return g, inputs, outputs
+
+
+def convert(graph, export_type, original, size=None):
+    size = CHUNK if size is None else size
+    nodes = list(graph.nodes())
+    if size <= 0 or len(nodes) <= size:
+        return original(graph, export_type)
+    try:
+        pieces = []
+        converted = {}  # original value -> value in the piece's converted graph
+        # Graph inputs: a piece that reads them receives them typed as
+        # ToONNX would copy them.
+        for i in graph.inputs():
+            converted[i] = i
+        for chunk in _chunks(nodes, size):
+            g, ins, outs = _build_piece(chunk, converted)
+            onnx_g = original(g, export_type)
+            got = list(onnx_g.outputs())
+            if len(got) != len(outs):
+                raise _Unchunkable("a piece's conversion changed its outputs")
+            for o, c in zip(outs, got):
+                converted[o] = c
+            pieces.append((onnx_g, ins, outs))
+    except _Unchunkable:
+        return original(graph, export_type)
+    return _stitch(graph, pieces)
+
+
+def _stitch(graph, pieces):
+    out = _C.Graph()
+    final = {}  # original value -> value in `out`
+    for i in graph.inputs():
+        n = out.addInput()
+        n.copyMetadata(i)
+        final[i] = n
+    for onnx_g, ins, outs in pieces:
+        local = {pi: final[v] for pi, v in zip(onnx_g.inputs(), ins)}
+
+        def value(v):
+            return local[v]
+
+        for n in onnx_g.nodes():
+            c = out.createClone(n, value)
+            out.appendNode(c)
+            for o, co in zip(n.outputs(), c.outputs()):
+                local[o] = co
+        for v, c in zip(outs, onnx_g.outputs()):
+            final[v] = local[c]
+    for o in graph.outputs():
+        out.registerOutput(final[o])
+    return out
+
+
+@contextlib.contextmanager
+def linear_onnx_pass():
+    """Within the block, torch.onnx.export converts in chunks."""
+    original = _C._jit_pass_onnx
+
+    def chunked(graph, export_type):
+        return convert(graph, export_type, original)
+
+    _C._jit_pass_onnx = chunked
+    try:
+        yield
+    finally:
+        _C._jit_pass_onnx = original
