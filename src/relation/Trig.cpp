@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace shardproof::relation {
@@ -53,6 +54,13 @@ bool atomLess(const Term &a, const Term &b) {
   if (a->skeleton != b->skeleton)
     return a->skeleton < b->skeleton;
   return a->hash < b->hash;
+}
+
+size_t atomsHash(const std::vector<Term> &atoms) {
+  size_t h = atoms.size();
+  for (const Term &a : atoms)
+    h = h * 1000003u ^ a->hash;
+  return h;
 }
 
 bool sameAtoms(const std::vector<Term> &a, const std::vector<Term> &b) {
@@ -208,16 +216,24 @@ private:
     return collect(a);
   }
 
-  // Like monomials added; zero coefficients dropped.
+  // Like monomials added; zero coefficients dropped. Monomials are found by
+  // the hash of their atoms: a linear scan made collecting quadratic, a tenth
+  // of a TP8 training step's check in the backward's long sums.
   Poly collect(const Poly &in) {
     Poly out;
+    std::unordered_multimap<size_t, size_t> at; // atoms' hash -> index in out
+    at.reserve(in.size());
     for (auto &m : in) {
-      auto it = std::find_if(out.begin(), out.end(), [&](const Mono &o) { return sameAtoms(o.atoms, m.atoms); });
-      if (it == out.end()) {
+      size_t h = atomsHash(m.atoms);
+      auto [lo, hi] = at.equal_range(h);
+      auto it = std::find_if(lo, hi, [&](const auto &e) { return sameAtoms(out[e.second].atoms, m.atoms); });
+      if (it == hi) {
+        at.emplace(h, out.size());
         out.push_back(m);
         continue;
       }
-      if (!exactAdd(it->c, m.c, it->c))
+      Mono &o = out[it->second];
+      if (!exactAdd(o.c, m.c, o.c))
         failed = true;
     }
     out.erase(std::remove_if(out.begin(), out.end(), [](const Mono &m) { return m.c == 0; }), out.end());
