@@ -102,6 +102,10 @@ public:
   /// included), and the reads `t` has on every branch outside selects.
   const std::vector<ClassId> &rotaryReach(ClassId c, bool angle);
   static void requiredReads(const Term &t, std::vector<ClassId> &out);
+  /// Reads of rotary classes in `t` replaced by their definitions, down to
+  /// Cos/Sin and their angles; at most `plain` polynomial classes that are
+  /// not rotary (residual adds, norm products) in a row.
+  Term expandRotary(const Term &t, int level, bool angle, size_t &budget, unsigned plain);
 
 private:
   std::optional<smt::Expr> nodeDifference(const Term &a, const Term &b, int level);
@@ -136,7 +140,7 @@ private:
   /// brought to the rotary normal form (Trig.cpp).
   std::optional<Term> tryRotaryMatch(const Term &t, int level);
   bool rotaryClass(ClassId c, std::unordered_set<ClassId> &seen) const;
-  Term expandRotary(const Term &t, int level, bool angle, size_t &budget);
+  bool rotaryClass(ClassId c);
   void termReach(const Term &t, bool angle, std::unordered_set<const ir::TermNode *> &seen,
                  std::vector<ClassId> &out);
   const std::vector<ClassId> &rotaryDefReach(ClassId c);
@@ -144,6 +148,7 @@ private:
   std::unordered_map<uint64_t, std::vector<ClassId>> rotaryReach_;
   std::unordered_map<ClassId, std::vector<ClassId>> rotaryDefReach_;
   std::unordered_map<ClassId, bool> rotaryScores_;
+  std::unordered_map<ClassId, bool> rotaryClass_;
   /// Where class `ci` holds the reference element at `iv` (the same index, or
   /// on a shorter axis of a rank's class its chunk); `region` bounds the chunk.
   bool sumSite(const ClassInfo &ci, const ir::IndexVec &iv, ir::IndexVec &at, smt::Expr &region);

@@ -17,6 +17,13 @@ using namespace ir;
 
 namespace {
 constexpr size_t kMaxExpandedNodes = 200000;
+// Polynomial classes that are not rotary (a residual stream's adds, a norm's
+// products) expanded in a row: enough for a scale or a norm applied on the
+// other side of the rotation. Unbounded, a score's expansion followed the
+// residual stream down through every layer below (530 nodes in the first
+// layer of an 8-layer step, 1298 in the eighth) and its normal form grew
+// with it, 6 s of that step's 41.
+constexpr unsigned kPlainDepth = 2;
 } // namespace
 
 // A definition that is elementwise arithmetic (a rotated q is a Select on
@@ -47,6 +54,13 @@ bool Prover::rotaryClass(ClassId c, std::unordered_set<ClassId> &seen) const {
   return false;
 }
 
+bool Prover::rotaryClass(ClassId c) {
+  if (auto it = rotaryClass_.find(c); it != rotaryClass_.end())
+    return it->second;
+  std::unordered_set<ClassId> seen;
+  return rotaryClass_[c] = rotaryClass(c, seen);
+}
+
 static bool hasTrig(const Term &t) {
   if (isTrig(t))
     return true;
@@ -58,7 +72,7 @@ static bool hasTrig(const Term &t) {
 
 // Reads of rotary classes replaced by their definitions, down to Cos/Sin and
 // through their angles (a position table, inv_freq @ positions).
-Term Prover::expandRotary(const Term &t, int level, bool angle, size_t &budget) {
+Term Prover::expandRotary(const Term &t, int level, bool angle, size_t &budget, unsigned plain) {
   if (budget == 0)
     return t;
   --budget;
@@ -74,25 +88,32 @@ Term Prover::expandRotary(const Term &t, int level, bool angle, size_t &budget) 
     bool inAngle = angle && (d->kind != TermKind::Apply || d->fn == Fn::Add || d->fn == Fn::Mul);
     if (!poly && !inAngle)
       return t;
+    unsigned next = plain;
+    if (!inAngle && !rotaryClass(t->cls)) {
+      if (plain == 0)
+        return t;
+      next = plain - 1;
+    }
     Term inst = instantiate(d, indexVars("u", static_cast<unsigned>(ci.shape.rank())), t->idx, level);
-    return expandRotary(inst, level, angle, budget);
+    return expandRotary(inst, level, angle, budget, next);
   }
   case TermKind::Apply: {
     std::vector<Term> args;
     for (auto &a : t->args)
-      args.push_back(expandRotary(a, level, angle || isTrig(t), budget));
+      args.push_back(expandRotary(a, level, angle || isTrig(t), budget, plain));
     return mkApply(t->fn, std::move(args), t->name);
   }
   case TermKind::Sum:
-    return mkReduceLike(t, t->lo, t->hi, expandRotary(t->args[0], t->level + 1, angle, budget));
+    return mkReduceLike(t, t->lo, t->hi, expandRotary(t->args[0], t->level + 1, angle, budget, plain));
   case TermKind::Select:
-    return mkSelect(t->cond, expandRotary(t->args[0], level, angle, budget),
-                    expandRotary(t->args[1], level, angle, budget));
+    return mkSelect(t->cond, expandRotary(t->args[0], level, angle, budget, plain),
+                    expandRotary(t->args[1], level, angle, budget, plain));
   }
   return t;
 }
 
-// Classes a read of `c` can turn into under expandRotary (itself included:
+// Classes a read of `c` can turn into under expandRotary, a superset (it
+// ignores kPlainDepth; itself included:
 // the budget may stop there), in the given angle mode. Class definitions never
 // change, so this is kept per class; a residual stream's reach grows with the
 // layers below it, a score's stays small (q, k, the rotary tables).
@@ -209,7 +230,7 @@ std::optional<Term> Prover::tryRotaryMatch(const Term &t, int level) {
   classes_.poisonRecording();
   size_t budget = kMaxExpandedNodes;
   const bool unknownBefore = sawUnknown_;
-  Term lhs0 = expandRotary(t, level, false, budget);
+  Term lhs0 = expandRotary(t, level, false, budget, kPlainDepth);
   if (budget == 0)
     return std::nullopt;
   auto lhs = trigCanonical(normalize(lhs0, level));
@@ -247,7 +268,7 @@ std::optional<Term> Prover::tryRotaryMatch(const Term &t, int level) {
     if (!implies(smt::conj(inBounds), "rotary.bounds"))
       continue;
     size_t b2 = kMaxExpandedNodes;
-    Term rhs0 = expandRotary(instantiate(ci.def, indexVars("u", rank), at, level), level, false, b2);
+    Term rhs0 = expandRotary(instantiate(ci.def, indexVars("u", rank), at, level), level, false, b2, kPlainDepth);
     if (b2 == 0)
       continue;
     auto rhs = trigCanonical(normalize(rhs0, level));

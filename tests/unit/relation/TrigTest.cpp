@@ -238,3 +238,32 @@ TEST_F(TrigFixture, AReadOnOnlyOneSideOfASelectIsNotRequired) {
   Prover::requiredReads(mkAdd({at(w, indexVar("i", 0)), mkSelect(cond, yi(), mkMul({yi(), c(2)}))}), req);
   EXPECT_EQ(req, (std::vector<ClassId>{y, w}));
 }
+
+TEST_F(TrigFixture, ARotatedValuesExpansionStopsTwoPlainAddsIntoTheResidualStream) {
+  // h1 = x + y, h2 = h1 + y, ..., h4 = h3 + y: a residual stream, polynomial
+  // but not rotary. Expanded through every add, a score in layer L carried
+  // all L layers below it into its normal form.
+  Expr u = indexVar("u", 0);
+  auto add = [&](const Term &def) {
+    ClassInfo ci;
+    ci.kind = ClassInfo::Compute;
+    ci.shape.dims.push_back(Expr::intConst(kN));
+    ci.def = def;
+    return table.add(ci);
+  };
+  ClassId h = x;
+  std::vector<ClassId> stream{x};
+  for (int l = 0; l < 4; ++l)
+    stream.push_back(h = add(mkAdd({at(h, u), at(y, u)})));
+  ClassId rot = add(mkMul({at(h, u), cosT(mkMul({at(w, u), c(3)}))}));
+
+  size_t budget = 1000;
+  Term e = prover.expandRotary(at(rot, indexVar("i", 0)), 0, false, budget, 2);
+  std::vector<ClassId> reads;
+  Prover::requiredReads(e, reads);
+  EXPECT_EQ(reads, (std::vector<ClassId>{y, w, stream[2]})) << "h4 and h3 expanded, h2 read";
+  budget = 1000;
+  e = prover.expandRotary(at(rot, indexVar("i", 0)), 0, false, budget, 10);
+  Prover::requiredReads(e, reads);
+  EXPECT_EQ(reads, (std::vector<ClassId>{x, y, w})) << "with room, down to the stream's start";
+}
