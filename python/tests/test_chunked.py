@@ -19,7 +19,7 @@ from torch import nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from shardproof.torch import Case, chunked, export, intercepted  # noqa: E402
+from shardproof.torch import Case, CaptureError, chunked, export, intercepted  # noqa: E402
 
 
 class Layer(nn.Module):
@@ -103,3 +103,36 @@ class Pieces(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Unsupported(nn.Module):
+    """Deep enough for pieces of 16 nodes, with an op torch 1.13 cannot export."""
+
+    def forward(self, x):
+        for _ in range(12):
+            x = F.gelu(x * 2 + 1)
+        return torch.fft.fft(x).real
+
+
+class Errors(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.saved = chunked.CHUNK
+
+    def tearDown(self):
+        chunked.CHUNK = self.saved
+        self.tmp.cleanup()
+
+    def message(self, chunk):
+        chunked.CHUNK = chunk
+        case = Case(reference=Unsupported, implementation=Unsupported,
+                    inputs=lambda s: {"x": torch.randn(s["batch"], 8)}, dynamic={"x": {0: "batch"}})
+        with intercepted():
+            with self.assertRaises(CaptureError) as e:
+                export(case, 2, os.path.join(self.tmp.name, f"out{chunk}"))
+        return str(e.exception)
+
+    def test_an_op_without_an_onnx_rule_reads_as_without_pieces(self):
+        whole = self.message(0)
+        self.assertIn("fft", whole)
+        self.assertEqual(self.message(16), whole)

@@ -16,8 +16,8 @@ nodes:
   constant is not passed across: its producer is cloned into the chunk, so
   the symbolic functions that look at their inputs' producers (constant
   shapes, list constructions) see the same nodes.
-A graph the chunking cannot handle (a piece whose conversion changes its
-outputs) is converted whole.
+A graph the chunking cannot handle (a piece whose conversion fails or changes
+its outputs) is converted whole, so an export error reads as without pieces.
 tests: python/tests/test_chunked.py compares chunked and whole conversions.
 """
 import contextlib
@@ -73,7 +73,7 @@ def _build_piece(nodes, converted):
         if v in local:
             return local[v]
         p = v.node()
-        if p not in members and _must_clone(v):
+        if p.kind() != "prim::Param" and p not in members and _must_clone(v):
             clone_node(p)
             return local[v]
         if p in members:
@@ -126,7 +126,7 @@ def convert(graph, export_type, original, size=None):
             for o, c in zip(outs, got):
                 converted[o] = c
             pieces.append((onnx_g, ins, outs))
-    except _Unchunkable:
+    except Exception:  # noqa: BLE001 - whatever fails in pieces, the whole pass decides (and reports)
         return original(graph, export_type)
     return _stitch(graph, pieces)
 
