@@ -38,8 +38,8 @@ before the final norm); the ranks run sequence-first [s, b, h] throughout, as
 Megatron does. Status (docs/performance.md, "Training step"): at world 2
 the step is VERIFIED with 1, 2, 4 and 8 layers (2.3 s CPU with one layer at
 the scaled widths); with one layer also at world 4 (6 s) and 8 (24 s
-CPU); at world 8 a layer costs about 0.6 s (tiny widths: 4 layers VERIFIED
-in 21 s, 8 layers in 26 s), still far from the 126-layer target. Without sequence
+CPU); at world 8 a layer costs about 1 s (tiny widths: 4 layers VERIFIED
+in 21 s, 8 in 26 s, 16 in 34 s), still far from the 126-layer target. Without sequence
 parallelism (TRAIN_LLAMA_SP=0) one layer is VERIFIED at world 2, all 12
 gradients, in 1.7 s CPU.
 Other layouts measured at world 2 with tiny widths did worse: batch-first
