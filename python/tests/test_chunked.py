@@ -101,10 +101,6 @@ class Pieces(unittest.TestCase):
             self.assertEqual([str(o.type) for o in a.output], [str(o.type) for o in b.output], name)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class Unsupported(nn.Module):
     """Deep enough for pieces of 16 nodes, with an op torch 1.13 cannot export."""
 
@@ -136,3 +132,7 @@ class Errors(unittest.TestCase):
         whole = self.message(0)
         self.assertIn("fft", whole)
         self.assertEqual(self.message(16), whole)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -72,7 +72,6 @@ bool sameAtoms(const std::vector<Term> &a, const std::vector<Term> &b) {
   return true;
 }
 
-
 } // namespace
 
 bool isTrig(const Term &t) { return t->kind == TermKind::Apply && (t->fn == Fn::Cos || t->fn == Fn::Sin); }
