@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
+#include <unordered_map>
 
 namespace shardproof::relation {
 
@@ -17,6 +19,9 @@ using namespace ir;
 namespace {
 
 struct Evaluator {
+  Evaluator(const ClassTable &classes, std::map<std::string, int64_t> sizes)
+      : classes(classes), env(std::move(sizes)) {}
+
   const ClassTable &classes;
   std::map<std::string, int64_t> env;
   std::map<std::pair<ClassId, std::vector<int64_t>>, double> memo;
@@ -29,6 +34,44 @@ struct Evaluator {
   static constexpr size_t kMaxRecordedReads = 200'000;
   size_t recordedReads = 0;
   std::vector<double> *seenValues = nullptr; // see Replayer::recordValues
+
+  // Values of Sum subterms by the values of their free variables. A norm's
+  // variance sums (x - mean)^2 with the mean a sum itself: without this, every
+  // output element re-sums the mean once per reduced element, n^2 reads each.
+  // The key pins the term, so a freed node's address is never reused under it.
+  std::map<std::pair<Term, std::vector<int64_t>>, double> sumMemo;
+  std::unordered_map<const TermNode *, std::vector<std::string>> sumFree;
+
+  // The variables a Sum's value depends on: every variable of its index
+  // expressions, bounds and conditions, less the binders inside it.
+  const std::vector<std::string> &freeVars(const Term &t) {
+    auto [it, fresh] = sumFree.try_emplace(t.get());
+    if (!fresh)
+      return it->second;
+    std::set<std::string> vars;
+    std::set<int> bound;
+    std::function<void(const Term &)> walk = [&](const Term &u) {
+      auto add = [&](const Expr &e) {
+        if (e.isValid())
+          for (auto &v : e.vars())
+            vars.insert(v);
+      };
+      for (auto &e : u->idx)
+        add(e);
+      add(u->lo);
+      add(u->hi);
+      add(u->cond);
+      if (u->kind == TermKind::Sum)
+        bound.insert(u->level);
+      for (auto &a : u->args)
+        walk(a);
+    };
+    walk(t);
+    for (auto &v : vars)
+      if (!(v.rfind("k!", 0) == 0 && bound.count(std::atoi(v.c_str() + 2))))
+        it->second.push_back(v);
+    return it->second;
+  }
 
   // Values of the evaluated term's own subterms (not of class definitions):
   // each result and, for a sum or product of a few terms, every partial one,
@@ -217,6 +260,16 @@ struct Evaluator {
         incomplete = true;
         return NAN;
       }
+      // Not while reads or values are being attributed: a hit would skip them.
+      bool memoize = !elementReads && !seenValues;
+      std::pair<Term, std::vector<int64_t>> key;
+      if (memoize) {
+        key.first = t;
+        for (auto &n : freeVars(t))
+          key.second.push_back(lookup(n).value_or(INT64_MIN));
+        if (auto it = sumMemo.find(key); it != sumMemo.end())
+          return it->second;
+      }
       std::string k = "k!" + std::to_string(t->level);
       double s = reduceIdentity(t->red);
       for (int64_t v = lo; v < hi; ++v) {
@@ -226,6 +279,8 @@ struct Evaluator {
       }
       env.erase(k);
       see(t, {}, s);
+      if (memoize && !incomplete) // a value from a cut-short evaluation is not kept
+        sumMemo.emplace(std::move(key), s);
       return s;
     }
     case TermKind::Apply: break;
@@ -279,7 +334,7 @@ struct Replayer::Impl {
 };
 
 Replayer::Replayer(const ClassTable &classes, std::map<std::string, int64_t> sizes, std::optional<int64_t> intOffset)
-    : impl_(new Impl{Evaluator{classes, std::move(sizes), {}}}) {
+    : impl_(new Impl{Evaluator{classes, std::move(sizes)}}) {
   impl_->e.intOffset = intOffset;
 }
 Replayer::~Replayer() = default;

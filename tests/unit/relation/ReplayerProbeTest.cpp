@@ -78,3 +78,47 @@ TEST_F(ReplayerProbe, WhatAProbeTookIsWhatItWasGivenMinusWhatIsLeft) {
   (void)rp.at(readTotal(), {});
   EXPECT_LE(10 * kN - rp.budgetLeft(), 2u) << "kept: the second probe reads one element";
 }
+
+// A norm's variance sums (x - mean)^2 with the mean itself a sum over the
+// same axis: summed afresh inside every term, it cost n^2 reads per element
+// (F.group_norm's census sample ran for minutes under ASan). A Sum's value is
+// kept by the values of its free variables.
+TEST_F(ReplayerProbe, AVarianceSumsItsMeanOnceNotOncePerReducedElement) {
+  Term mean = mkMul({mkConst(1.0 / kN), mkSum(1, Expr::intConst(0), Expr::intConst(kN), mkRead(x, {boundVar(1)}))});
+  Term centered = mkSub(mkRead(x, {boundVar(0)}), mean);
+  Term var = mkSum(0, Expr::intConst(0), Expr::intConst(kN), mkMul({centered, centered}));
+  Replayer rp(table, {});
+  rp.newProbe(100 * kN); // a tenth of the n^2 the mean re-summed per term would take
+  double v = rp.at(var, {});
+  ASSERT_TRUE(rp.complete()) << "the inner mean was summed again for every k!0";
+  double m = 0, want = 0;
+  Replayer leaves(table, {});
+  std::vector<double> xs;
+  for (int64_t k = 0; k < kN; ++k)
+    xs.push_back(leaves.at(mkRead(x, {Expr::intConst(k)}), {}));
+  for (double e : xs)
+    m += e / kN;
+  for (double e : xs)
+    want += (e - m) * (e - m);
+  EXPECT_NEAR(v, want, 1e-9 * kN);
+}
+
+// The kept value is keyed by what the sum reads from outside: a window sum
+// at another output index, or under another value of an enclosing binder, is
+// summed again, not taken from the first.
+TEST_F(ReplayerProbe, ASumThatReadsAnOuterIndexIsKeptPerValueOfThatIndex) {
+  // window[i] = sum_{k1 < 3} x[i + k1]; outer = sum_{k0 < 4} sum_{k1 < 3} x[k0 + k1]
+  Term window = mkSum(0, Expr::intConst(0), Expr::intConst(3), mkRead(x, {indexVar("i", 0) + boundVar(0)}));
+  Term nested = mkSum(0, Expr::intConst(0), Expr::intConst(4),
+                      mkSum(1, Expr::intConst(0), Expr::intConst(3), mkRead(x, {boundVar(0) + boundVar(1)})));
+  Replayer rp(table, {}), fresh(table, {});
+  auto leaf = [&](int64_t k) { return fresh.at(mkRead(x, {Expr::intConst(k)}), {}); };
+  double windows = 0;
+  for (int64_t i = 0; i < 4; ++i) {
+    double w = rp.at(window, {i});
+    EXPECT_DOUBLE_EQ(w, leaf(i) + leaf(i + 1) + leaf(i + 2)) << "window at i = " << i;
+    windows += w;
+  }
+  EXPECT_NEAR(rp.at(nested, {}), windows, 1e-12);
+  EXPECT_TRUE(rp.complete());
+}
