@@ -67,8 +67,8 @@ struct IdsInRange : ::testing::Test {
 
 TEST_F(IdsInRange, AModelBuiltWithoutTheRangeDoesNotAnswerAQueryUnderIt) {
   // The first query does not read ids, so its model says nothing of them
-  // (completed, ids is 0 everywhere); the range joins the second query,
-  // which is unsatisfiable under it.
+  // (completed, ids is 0 everywhere); the range's instance at i joins the
+  // second query, which is unsatisfiable under it, and its evaluation.
   EXPECT_EQ(s.check("index", inside, false).result, Result::Sat);
   EXPECT_EQ(s.check("ids", inside && read == k(0), false).result, Result::Unsat);
   EXPECT_EQ(s.witnessed(), 0u);
@@ -78,6 +78,31 @@ TEST_F(IdsInRange, AModelBuiltUnderTheRangeAnswersQueriesUnderIt) {
   EXPECT_EQ(s.check("ids", inside && read >= k(5), false).result, Result::Sat);
   EXPECT_EQ(s.check("ids", inside && read <= k(9), false).result, Result::Sat);
   EXPECT_EQ(s.witnessed(), 1u);
+}
+
+// The range joins a query as its instances at the points the query reads,
+// quantifier-free (a fifth of the time on the TP8 step): every point gets one.
+TEST_F(IdsInRange, EveryReadOfTheIdsIsKeptInTheRange) {
+  Expr j = sym("j"), other = Expr::app("ids", {j});
+  Expr both = inside && k(0) <= j && j < n;
+  EXPECT_EQ(s.check("ids", both && read + other == k(18), false).result, Result::Sat);
+  EXPECT_EQ(s.check("ids", both && read + other >= k(19), false).result, Result::Unsat);
+  EXPECT_EQ(s.check("ids", both && read + other <= k(9), false).result, Result::Unsat);
+}
+
+// A model may give ids any value outside the tensor; kept, it must not answer
+// a query inside the tensor with that value.
+TEST_F(IdsInRange, AModelWithIdsOutOfRangeOutsideTheTensorAnswersNothingInside) {
+  EXPECT_EQ(s.check("ids", Expr::app("ids", {n}) == k(100), false).result, Result::Sat);
+  EXPECT_EQ(s.check("ids", inside && read == k(100), false).result, Result::Unsat);
+  EXPECT_EQ(s.witnessed(), 0u);
+}
+
+// Reads under a quantifier are no points: such a query gets the range itself.
+TEST_F(IdsInRange, AQuantifiedQueryGetsTheRangeItself) {
+  Expr j = sym("j");
+  Expr all = Expr::forall({j}, implies(k(0) <= j && j < n, Expr::app("ids", {j}) >= k(5)));
+  EXPECT_TRUE(s.prove("ids", all, false).proved());
 }
 
 TEST(WitnessCache, OffWithTheResultCache) {
