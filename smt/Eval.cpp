@@ -1,71 +1,139 @@
 // Concrete evaluation of Exprs by walking the Z3 AST: replaying a counterexample
 // evaluates millions of index expressions, far too many for Z3_simplify.
 #include "smt/Context.h"
+#include "smt/Program.h"
 #include "shardproof/smt/Expr.h"
+
+#include <unordered_map>
+#include <vector>
 
 namespace shardproof::smt {
 
 using detail::ctx;
+using detail::raw;
 
 namespace {
 
 // Z3's integer div/mod are Euclidean: a = b*q + r with 0 <= r < |b|. For the
 // positive divisors our builders produce this is floor division.
 std::optional<int64_t> euclidDiv(int64_t a, int64_t b, bool wantMod) {
-  if (b == 0)
-    return std::nullopt;
+  if (b == 0 || b < -(int64_t{1} << 62) || b > (int64_t{1} << 62))
+    return std::nullopt; // (a % m) + m below stays inside int64
   int64_t m = b < 0 ? -b : b;
   int64_t r = ((a % m) + m) % m;
-  return wantMod ? r : (a - r) / b;
+  if (wantMod)
+    return r;
+  int64_t fl = a / m - ((a % m != 0 && a < 0) ? 1 : 0); // floor(a / m), which (a - r) / m is
+  if (b < 0 && fl == INT64_MIN)
+    return std::nullopt;
+  return b > 0 ? fl : -fl;
 }
 
+} // namespace
+
+namespace detail {
+// An Expr compiled once into a compact tree: evaluating it again walks this
+// instead of asking Z3 for every node's kind, arguments and symbol name (a
+// replay evaluates the same few index expressions millions of times).
+struct Program {
+  enum Kind : uint8_t { Num, Var, Fun, Op, Bad };
+  struct Node {
+    Kind kind = Bad;
+    Z3_decl_kind op = Z3_OP_TRUE;
+    int64_t value = 0;
+    std::string name;       // Var, Fun
+    uint32_t first = 0, n = 0; // children: kids[first, first + n)
+  };
+  Expr held; // keeps the AST (and so its id, the cache key) alive
+  std::vector<Node> nodes;
+  std::vector<uint32_t> kids;
+
+  uint32_t compile(Z3_ast a, std::unordered_map<unsigned, uint32_t> &done) {
+    Z3_context c = ctx();
+    unsigned id = Z3_get_ast_id(c, a);
+    if (auto it = done.find(id); it != done.end())
+      return it->second;
+    Node nd;
+    std::vector<uint32_t> args;
+    Z3_ast_kind k = Z3_get_ast_kind(c, a);
+    if (k == Z3_NUMERAL_AST) {
+      int64_t v;
+      if (Z3_get_numeral_int64(c, a, &v)) {
+        nd.kind = Num;
+        nd.value = v;
+      }
+    } else if (k == Z3_APP_AST) {
+      Z3_app app = Z3_to_app(c, a);
+      Z3_func_decl d = Z3_get_app_decl(c, app);
+      nd.op = Z3_get_decl_kind(c, d);
+      unsigned n = Z3_get_app_num_args(c, app);
+      for (unsigned i = 0; i < n; ++i)
+        args.push_back(compile(Z3_get_app_arg(c, app, i), done));
+      if (nd.op == Z3_OP_UNINTERPRETED) {
+        nd.kind = n == 0 ? Var : Fun;
+        nd.name = Z3_get_symbol_string(c, Z3_get_decl_name(c, d));
+      } else {
+        nd.kind = Op;
+      }
+    }
+    nd.first = static_cast<uint32_t>(kids.size());
+    nd.n = static_cast<uint32_t>(args.size());
+    kids.insert(kids.end(), args.begin(), args.end());
+    nodes.push_back(std::move(nd));
+    uint32_t at = static_cast<uint32_t>(nodes.size() - 1);
+    done.emplace(id, at);
+    return at;
+  }
+};
+
+} // namespace detail
+
+namespace {
+using detail::Program;
+
 struct Walker {
+  const Program &p;
   const Expr::Env &env;
   const Expr::AppEnv &apps;
 
-  std::optional<int64_t> arg(Z3_app app, unsigned i) { return go(Z3_get_app_arg(ctx(), app, i)); }
+  std::optional<int64_t> arg(const Program::Node &nd, unsigned i) { return go(p.kids[nd.first + i]); }
 
-  std::optional<int64_t> go(Z3_ast a) {
-    Z3_ast_kind k = Z3_get_ast_kind(ctx(), a);
-    if (k == Z3_NUMERAL_AST) {
-      int64_t v;
-      return Z3_get_numeral_int64(ctx(), a, &v) ? std::optional<int64_t>(v) : std::nullopt;
-    }
-    if (k != Z3_APP_AST)
-      return std::nullopt;
-    Z3_app app = Z3_to_app(ctx(), a);
-    Z3_func_decl d = Z3_get_app_decl(ctx(), app);
-    unsigned n = Z3_get_app_num_args(ctx(), app);
-    Z3_decl_kind dk = Z3_get_decl_kind(ctx(), d);
-    if (dk == Z3_OP_UNINTERPRETED) {
-      std::string name = Z3_get_symbol_string(ctx(), Z3_get_decl_name(ctx(), d));
-      if (n == 0)
-        return env(name);
+  std::optional<int64_t> go(uint32_t at) {
+    const Program::Node &nd = p.nodes[at];
+    const unsigned n = nd.n;
+    switch (nd.kind) {
+    case Program::Num: return nd.value;
+    case Program::Var: return env(nd.name);
+    case Program::Bad: return std::nullopt;
+    case Program::Fun: {
       if (!apps)
         return std::nullopt;
       std::vector<int64_t> args;
       for (unsigned i = 0; i < n; ++i) {
-        auto v = arg(app, i);
+        auto v = arg(nd, i);
         if (!v)
           return std::nullopt;
         args.push_back(*v);
       }
-      return apps(name, args);
+      return apps(nd.name, args);
     }
+    case Program::Op: break;
+    }
+    const Z3_decl_kind dk = nd.op;
     switch (dk) {
     case Z3_OP_TRUE: return 1;
     case Z3_OP_FALSE: return 0;
     case Z3_OP_ITE: {
-      auto c = arg(app, 0);
+      auto c = arg(nd, 0);
       if (!c)
         return std::nullopt;
-      return arg(app, *c ? 1 : 2);
+      return arg(nd, *c ? 1 : 2);
     }
     case Z3_OP_AND:
     case Z3_OP_OR: {
       bool isAnd = dk == Z3_OP_AND;
       for (unsigned i = 0; i < n; ++i) {
-        auto v = arg(app, i);
+        auto v = arg(nd, i);
         if (!v)
           return std::nullopt;
         if ((*v != 0) != isAnd)
@@ -74,37 +142,46 @@ struct Walker {
       return isAnd ? 1 : 0;
     }
     case Z3_OP_NOT: {
-      auto v = arg(app, 0);
+      auto v = arg(nd, 0);
       return v ? std::optional<int64_t>(*v == 0) : std::nullopt;
     }
     case Z3_OP_ADD:
     case Z3_OP_MUL:
     case Z3_OP_SUB: {
-      auto acc = arg(app, 0);
+      if (n == 0)
+        return std::nullopt;
+      auto acc = arg(nd, 0);
       for (unsigned i = 1; acc && i < n; ++i) {
-        auto v = arg(app, i);
+        auto v = arg(nd, i);
         if (!v)
           return std::nullopt;
-        acc = dk == Z3_OP_ADD ? *acc + *v : dk == Z3_OP_SUB ? *acc - *v : *acc * *v;
+        // Past int64 the number means nothing: no value (a kept model's
+        // evaluation must never read a wrapped sum as true).
+        int64_t out;
+        if (dk == Z3_OP_ADD ? __builtin_add_overflow(*acc, *v, &out)
+                            : dk == Z3_OP_SUB ? __builtin_sub_overflow(*acc, *v, &out)
+                                              : __builtin_mul_overflow(*acc, *v, &out))
+          return std::nullopt;
+        acc = out;
       }
       return acc;
     }
     case Z3_OP_UMINUS: {
-      auto v = arg(app, 0);
-      return v ? std::optional<int64_t>(-*v) : std::nullopt;
+      auto v = arg(nd, 0);
+      return v && *v != INT64_MIN ? std::optional<int64_t>(-*v) : std::nullopt;
     }
     default: break;
     }
     if (n != 2)
       return std::nullopt;
-    auto x = arg(app, 0), y = arg(app, 1);
+    auto x = arg(nd, 0), y = arg(nd, 1);
     if (!x || !y)
       return std::nullopt;
     switch (dk) {
     case Z3_OP_IDIV:
     case Z3_OP_DIV: return euclidDiv(*x, *y, false);
     case Z3_OP_MOD: return euclidDiv(*x, *y, true);
-    case Z3_OP_REM: return *y == 0 ? std::nullopt : std::optional<int64_t>(*x % *y);
+    case Z3_OP_REM: return *y == 0 || *y == -1 ? std::nullopt : std::optional<int64_t>(*x % *y);
     case Z3_OP_LE: return *x <= *y;
     case Z3_OP_LT: return *x < *y;
     case Z3_OP_GE: return *x >= *y;
@@ -120,10 +197,49 @@ struct Walker {
 
 } // namespace
 
+namespace detail {
+
+std::shared_ptr<const Program> compile(const Expr &e) {
+  auto p = std::make_shared<Program>();
+  p->held = e;
+  std::unordered_map<unsigned, uint32_t> done;
+  p->compile(raw(e), done);
+  return p;
+}
+
+std::optional<int64_t> run(const Program &p, const Expr::Env &env, const Expr::AppEnv &apps) {
+  return Walker{p, env, apps}.go(static_cast<uint32_t>(p.nodes.size() - 1)); // the root is compiled last
+}
+
+} // namespace detail
+
+namespace {
+
+// Programs of small expressions by AST id, per thread (each holds its Expr,
+// so ids stay unique). Large ones (whole queries) are compiled each time and
+// not kept: they are many, and kept they held every query's AST alive.
+// Cleared when full: the index expressions of one replay are few.
+const Program *programOf(const Expr &e, std::shared_ptr<const Program> &oneOff) {
+  static thread_local std::unordered_map<unsigned, std::shared_ptr<const Program>> cache;
+  static constexpr size_t kMaxPrograms = 8192, kMaxKeptNodes = 256;
+  unsigned id = e.id();
+  if (auto it = cache.find(id); it != cache.end())
+    return it->second.get();
+  oneOff = detail::compile(e);
+  if (oneOff->nodes.size() > kMaxKeptNodes)
+    return oneOff.get();
+  if (cache.size() >= kMaxPrograms)
+    cache.clear();
+  return (cache[id] = oneOff).get();
+}
+
+} // namespace
+
 std::optional<int64_t> Expr::eval(const Env &env, const AppEnv &apps) const {
   if (!isValid())
     return std::nullopt;
-  return Walker{env, apps}.go(detail::raw(*this));
+  std::shared_ptr<const Program> oneOff;
+  return detail::run(*programOf(*this, oneOff), env, apps);
 }
 
 } // namespace shardproof::smt

@@ -74,6 +74,31 @@ TEST(IndexRules, EvaluationWithoutTheSolverFollowsFloorSemantics) {
   EXPECT_EQ((n + Expr::intVar("unknown")).eval(env), std::nullopt) << "an unknown variable is not guessed";
 }
 
+// The evaluator answers for kept models too (Solver.cpp): a product past
+// int64 that wrapped to a small number would make a false query read true.
+TEST(IndexRules, EvaluationPastInt64HasNoValueInsteadOfAWrappedOne) {
+  Expr n = Expr::intVar("n");
+  auto big = [](const std::string &) -> std::optional<int64_t> { return int64_t{1} << 40; };
+  EXPECT_EQ((n * n < c(5)).eval(big), std::nullopt) << "2^80 wrapped to 0";
+  EXPECT_EQ((n * n * n).eval(big), std::nullopt);
+  EXPECT_EQ((n * c(1 << 20) + n).eval(big), (int64_t{1} << 60) + (int64_t{1} << 40));
+  auto least = [](const std::string &) -> std::optional<int64_t> { return INT64_MIN; };
+  EXPECT_EQ((c(0) - n).eval(least), std::nullopt);
+  EXPECT_EQ(floorDiv(n, c(3)).eval(least), INT64_MIN / 3 - 1);
+}
+
+// Evaluated again, an expression reads its compiled form: the same answers.
+TEST(IndexRules, AnExpressionEvaluatedTwiceGivesTheSameAnswers) {
+  Expr n = Expr::intVar("n"), i = Expr::intVar("i");
+  Expr e = ite(i < floorDiv(n, c(2)), i * c(2), mod(i, c(3)) - n);
+  for (int64_t iv : {0, 3, 7, 9})
+    for (int round = 0; round < 2; ++round) {
+      auto env = [&](const std::string &v) -> std::optional<int64_t> { return v == "n" ? 16 : iv; };
+      int64_t want = iv < 8 ? 2 * iv : iv % 3 - 16;
+      EXPECT_EQ(e.eval(env), want) << "i = " << iv << ", round " << round;
+    }
+}
+
 TEST(IndexRules, AScaledHeadIndexComparesAsAHeadBound) {
   Expr h = Expr::intVar("h");
   // 4*h < 6 holds exactly for h < 2; 4*h <= 6 too; 4*h == 6 never.
