@@ -78,6 +78,7 @@ std::vector<std::pair<Expr, int64_t>> multiplesIn(const Expr &fact) {
 void SizeFacts::learn(const Expr &fact) {
   if (!fact.isValid())
     return;
+  applied_.clear(); // earlier results may not use this fact
   Z3_ast a = raw(fact);
   Z3_decl_kind k = kindOf(a);
   if (k == Z3_OP_AND) {
@@ -303,6 +304,17 @@ private:
 Expr SizeFacts::apply(const Expr &e) const {
   if (lower_.empty() || !e.isValid())
     return e;
+  static constexpr size_t kMaxApplied = 50'000;
+  if (auto it = applied_.find(e.id()); it != applied_.end())
+    return it->second.second;
+  if (applied_.size() >= kMaxApplied)
+    applied_.clear();
+  Expr out = applyUncached(e);
+  applied_.emplace(e.id(), std::make_pair(e, out));
+  return out;
+}
+
+Expr SizeFacts::applyUncached(const Expr &e) const {
   Expr cur = e;
   for (int round = 0; round < 4; ++round) {
     Rewriter rw(*this);

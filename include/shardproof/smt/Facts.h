@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -43,7 +44,12 @@ public:
   Expr apply(const Expr &e) const;
 
 private:
+  Expr applyUncached(const Expr &e) const;
   std::map<unsigned, std::pair<int64_t, Expr>> lower_; // atom id -> (bound, atom)
+  // Results of `apply` by the AST id of its argument (held, so ids stay
+  // unique): a check applies the facts to the same goals again and again.
+  // Forgotten when a fact is learned.
+  mutable std::unordered_map<unsigned, std::pair<Expr, Expr>> applied_;
 };
 
 } // namespace shardproof::smt

@@ -120,3 +120,15 @@ TEST(SizeFacts, BoundsAreReadFromTheFormsAssumptionsTake) {
   g.learn(b() + s() >= c(3));
   EXPECT_TRUE(g.empty());
 }
+
+// Results are kept by goal; a fact learned later must not be hidden by a
+// result kept from before it (the goal is asked again and gets the new rewrite).
+TEST(SizeFacts, AResultKeptFromBeforeAFactIsNotReusedAfterIt) {
+  SizeFacts f;
+  f.learn(s() >= c(0));
+  Expr goal = b() == c(0);
+  EXPECT_FALSE(f.apply(goal).asBool().has_value()) << "b may still be 0";
+  EXPECT_FALSE(f.apply(goal).asBool().has_value()) << "the same, kept";
+  f.learn(b() >= c(1));
+  EXPECT_EQ(f.apply(goal).asBool(), std::optional<bool>(false)) << f.apply(goal).str();
+}
