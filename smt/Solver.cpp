@@ -180,7 +180,6 @@ void Solver::assumeOnFunction(const Expr &fact, const std::string &fn, const Exp
     factFunction_.back() = fn;
 }
 
-
 // Every application of the function `fn` in `a` (shared subterms once).
 // `quantified` is set if `a` has a quantifier (whose applications are not points).
 static void applicationsOf(Z3_ast a, const std::string &fn, std::set<unsigned> &seen, std::vector<Z3_app> &out,
