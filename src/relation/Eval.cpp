@@ -38,16 +38,17 @@ struct Evaluator {
   // Values of Sum subterms by the values of their free variables. A norm's
   // variance sums (x - mean)^2 with the mean a sum itself: without this, every
   // output element re-sums the mean once per reduced element, n^2 reads each.
-  // The key pins the term, so a freed node's address is never reused under it.
+  // Both tables pin their terms, so a freed node's address is never reused under them.
   std::map<std::pair<Term, std::vector<int64_t>>, double> sumMemo;
-  std::unordered_map<const TermNode *, std::vector<std::string>> sumFree;
+  std::unordered_map<const TermNode *, std::pair<Term, std::vector<std::string>>> sumFree;
 
   // The variables a Sum's value depends on: every variable of its index
   // expressions, bounds and conditions, less the binders inside it.
   const std::vector<std::string> &freeVars(const Term &t) {
     auto [it, fresh] = sumFree.try_emplace(t.get());
     if (!fresh)
-      return it->second;
+      return it->second.second;
+    it->second.first = t;
     std::set<std::string> vars;
     std::set<int> bound;
     std::function<void(const Term &)> walk = [&](const Term &u) {
@@ -69,8 +70,8 @@ struct Evaluator {
     walk(t);
     for (auto &v : vars)
       if (!(v.rfind("k!", 0) == 0 && bound.count(std::atoi(v.c_str() + 2))))
-        it->second.push_back(v);
-    return it->second;
+        it->second.second.push_back(v);
+    return it->second.second;
   }
 
   // Values of the evaluated term's own subterms (not of class definitions):
