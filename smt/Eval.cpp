@@ -1,5 +1,6 @@
-// Concrete evaluation of Exprs by walking the Z3 AST: replaying a counterexample
-// evaluates millions of index expressions, far too many for Z3_simplify.
+// Concrete evaluation of Exprs on a compiled form of the Z3 AST: replaying a
+// counterexample evaluates millions of index expressions, far too many for
+// Z3_simplify (or for asking Z3 about every node each time).
 #include "smt/Context.h"
 #include "smt/Program.h"
 #include "shardproof/smt/Expr.h"
