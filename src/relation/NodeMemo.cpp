@@ -11,6 +11,12 @@ using namespace ir;
 
 static size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
 
+// The ops whose operands mkApply sorts (Term.cpp's sortAC).
+static bool commutative(const Term &t) {
+  return t->kind == TermKind::Apply && t->args.size() > 1 &&
+         (t->fn == Fn::Add || t->fn == Fn::Mul || t->fn == Fn::Max2 || t->fn == Fn::Min2);
+}
+
 void MemoKey::word(uint64_t w) {
   words_.push_back(w);
   hash_ = mix(hash_, w);
@@ -85,9 +91,59 @@ void MemoKey::walk(const Term &t) {
     break;
   }
   word(t->args.size());
-  for (auto &a : t->args)
+  if (!commutative(t)) {
+    for (auto &a : t->args)
+      if (usable_)
+        walk(a);
+    return;
+  }
+  // Operands of a commutative op are sorted by class ids (mkAdd), which differ
+  // from layer to layer; walked by their form instead, two layers' sums of the
+  // same pieces get one key. Operands of equal form keep their order.
+  llvm::SmallVector<std::pair<size_t, unsigned>, 8> order;
+  for (unsigned i = 0; i < t->args.size(); ++i)
+    order.push_back({formHash(t->args[i]), i});
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto &a, const auto &b) { return a.first < b.first; });
+  for (auto &[form, i] : order)
     if (usable_)
-      walk(a);
+      walk(t->args[i]);
+}
+
+// The term's hash with every class left out, operands of commutative ops
+// combined in sorted order: equal for two layers' terms up to renaming.
+size_t MemoKey::formHash(const Term &t) {
+  if (auto it = forms_.find(t.get()); it != forms_.end())
+    return it->second;
+  size_t h = mix(static_cast<size_t>(t->kind), t->args.size());
+  switch (t->kind) {
+  case TermKind::Const:
+    h = mix(h, std::hash<double>()(t->value));
+    break;
+  case TermKind::Read:
+    for (auto &e : t->idx)
+      h = mix(h, e.id());
+    break;
+  case TermKind::Apply:
+    h = mix(mix(h, static_cast<size_t>(t->fn)), std::hash<std::string>()(t->name));
+    break;
+  case TermKind::Sum:
+    h = mix(mix(h, t->lo.id()), t->hi.id());
+    h = mix(mix(h, static_cast<size_t>(t->level)), static_cast<size_t>(t->red));
+    break;
+  case TermKind::Select:
+    h = mix(h, t->cond.id());
+    break;
+  }
+  llvm::SmallVector<size_t, 8> args;
+  for (auto &a : t->args)
+    args.push_back(formHash(a));
+  if (commutative(t))
+    std::sort(args.begin(), args.end());
+  for (size_t a : args)
+    h = mix(h, a);
+  forms_.try_emplace(t.get(), h);
+  return h;
 }
 
 bool MemoKey::sameForm(const MemoKey &o) const {

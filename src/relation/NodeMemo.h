@@ -59,11 +59,13 @@ public:
 
 private:
   void walk(const ir::Term &t);
+  size_t formHash(const ir::Term &t);
   std::vector<uint64_t> words_;
   std::vector<smt::Expr> exprs_; // held: an AST id is only stable while alive
   std::vector<std::string> strs_;
   std::vector<ClassId> classes_;
   llvm::DenseMap<ClassId, unsigned> local_;
+  llvm::DenseMap<const ir::TermNode *, size_t> forms_; // formHash, per node of this key
   size_t hash_ = 0, nodes_ = 0;
   bool usable_ = true;
 };
