@@ -207,6 +207,12 @@ void Prover::requiredReads(const Term &t, std::vector<ClassId> &out) {
   out = std::move(found);
 }
 
+// The expansions read class definitions the recording does not log (and scan
+// every class), so a match found here cannot be replayed by a renaming: it
+// poisons the recording. A search that finds nothing adds nothing to the
+// cover's result, which rests on the logged accesses alone; reusing such a
+// result elsewhere can at most leave a tensor unmatched that a fresh search
+// would match (never a relation the derivation does not prove).
 std::optional<Term> Prover::tryRotaryMatch(const Term &t, int level) {
   // Scores: a reduction, or reductions added (the rotary halves split apart).
   auto isSum = [](const Term &x) { return x->kind == TermKind::Sum && x->red == Fn::Add; };
@@ -226,8 +232,6 @@ std::optional<Term> Prover::tryRotaryMatch(const Term &t, int level) {
   unsigned rank = 0;
   while (rank < 16 && mentionsVar(t, "i!" + std::to_string(rank)))
     ++rank;
-  // The expansions read class definitions: nothing here is replayed by a renaming.
-  classes_.poisonRecording();
   size_t budget = kMaxExpandedNodes;
   const bool unknownBefore = sawUnknown_;
   Term lhs0 = expandRotary(t, level, false, budget, kPlainDepth);
@@ -275,13 +279,16 @@ std::optional<Term> Prover::tryRotaryMatch(const Term &t, int level) {
     if (!rhs || !acEqual(*lhs, *rhs) || sawUnknown_ != unknownBefore)
       continue;
     Term read = mkRead(c, at);
-    if (auto b = region.asBool(); b && *b)
+    if (auto b = region.asBool(); b && *b) {
+      classes_.poisonRecording();
       return read;
+    }
     pieces.push_back({region, read});
     remaining = (remaining && !region).simplify();
   }
   if (pieces.empty() || feasible(remaining, "rotary.rest"))
     return std::nullopt;
+  classes_.poisonRecording();
   return selectChain(std::move(pieces));
 }
 
