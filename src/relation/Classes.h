@@ -89,6 +89,33 @@ public:
     const ClassTable &t_;
     size_t start_;
   };
+  /// Suspends the recording: for work whose accesses a reused result does not
+  /// rest on (a numeric probe that can only reject). Recordings begun inside
+  /// it are separate; the suspended one resumes as it was, poisoned if a
+  /// class was created meanwhile (the computation could know it unrecorded).
+  class Unrecorded {
+  public:
+    explicit Unrecorded(const ClassTable &t)
+        : t_(t), recording_(t.recording_), poisoned_(t.poisoned_), log_(std::move(t.log_)),
+          size_(t.classes_.size()) {
+      t_.recording_ = 0;
+      t_.log_.clear();
+    }
+    ~Unrecorded() {
+      t_.recording_ = recording_;
+      t_.poisoned_ = poisoned_ || (recording_ && t_.classes_.size() != size_);
+      t_.log_ = std::move(log_);
+    }
+    Unrecorded(const Unrecorded &) = delete;
+    Unrecorded &operator=(const Unrecorded &) = delete;
+
+  private:
+    const ClassTable &t_;
+    unsigned recording_;
+    bool poisoned_;
+    std::vector<ClassId> log_;
+    size_t size_;
+  };
   /// Marks the computations being recorded as not reusable.
   void poisonRecording() const {
     if (recording_)

@@ -94,4 +94,18 @@ MemoKey coverKey(const Term &t, const Shape &shape, unsigned maxTermNodes) {
   return k;
 }
 
+MemoKey proposalKey(const Term &t, const Shape &shape, const std::vector<std::vector<Term>> &candidates) {
+  MemoKey k;
+  k.str("propose");
+  k.shape(shape);
+  k.term(t);
+  k.word(candidates.size());
+  for (auto &sides : candidates) {
+    k.word(sides.size());
+    for (auto &b : sides)
+      k.term(b);
+  }
+  return k;
+}
+
 } // namespace shardproof::relation

@@ -147,3 +147,102 @@ TEST(NodeMemo, ARecordingListsTheClassesConsultedOnce) {
   EXPECT_TRUE(rec.reusable());
   EXPECT_EQ(rec.consulted(), (std::vector<ClassId>{l0.x, l0.out}));
 }
+
+// A numeric probe reads class definitions it does not prove anything with:
+// suspended, its reads are not the computation's, and the recording goes on
+// after it as before.
+TEST(NodeMemo, ReadsWhileARecordingIsSuspendedAreNotConsulted) {
+  ClassTable t;
+  Layer l0 = addLayer(t, "0");
+  ClassTable::Recording rec(t);
+  (void)t[l0.out];
+  {
+    ClassTable::Unrecorded off(t);
+    (void)t[l0.x];
+    (void)t[l0.w];
+  }
+  (void)t[l0.scaled];
+  EXPECT_TRUE(rec.reusable());
+  EXPECT_EQ(rec.consulted(), (std::vector<ClassId>{l0.scaled, l0.out}));
+}
+
+// A class created while suspended could reach the result unrecorded.
+TEST(NodeMemo, AClassCreatedWhileARecordingIsSuspendedStillPoisonsIt) {
+  ClassTable t;
+  ClassTable::Recording rec(t);
+  {
+    ClassTable::Unrecorded off(t);
+    addLayer(t, "0");
+  }
+  EXPECT_FALSE(rec.reusable());
+}
+
+namespace {
+
+// Two pieces of one sum at different offsets, created in the order given: the
+// sum's operands are sorted by class id, so the two layers list them in
+// opposite orders.
+struct Pieces {
+  ClassId near, far;
+};
+
+Pieces addPieces(ClassTable &t, const std::string &tag, bool farFirst) {
+  auto leaf = [&](const std::string &name) {
+    ClassInfo ci;
+    ci.label = name + tag;
+    ci.shape = vec(8);
+    ci.rank = 0;
+    return t.add(ci);
+  };
+  Pieces p;
+  if (farFirst) {
+    p.far = leaf("far");
+    p.near = leaf("near");
+  } else {
+    p.near = leaf("near");
+    p.far = leaf("far");
+  }
+  return p;
+}
+
+Term sumOf(const Pieces &p) {
+  IndexVec shifted{indexVar("i", 0) + smt::Expr::intConst(4)};
+  return mkAdd({at(p.near), mkRead(p.far, shifted)});
+}
+
+} // namespace
+
+// The weight gradient of each layer sums the ranks' pieces over the sequence;
+// the order of the operands follows the class ids, which the next layer
+// allocates in another order. The key reads operands by their form, so the
+// second layer reuses the first's result, with each piece renamed to its own
+// counterpart (near to near, never near to far).
+TEST(NodeMemo, ASumWhoseOperandsTheNextLayerListsInAnotherOrderIsReused) {
+  ClassTable t;
+  Pieces p0 = addPieces(t, "0", /*farFirst=*/false), p1 = addPieces(t, "1", /*farFirst=*/true);
+  Term s0 = sumOf(p0), s1 = sumOf(p1);
+  ASSERT_EQ(s0->args[0]->cls, p0.near); // the two layers' operand orders differ
+  ASSERT_EQ(s1->args[0]->cls, p1.far);
+  NodeMemo memo;
+  MemoKey k0, k1;
+  k0.term(s0);
+  k1.term(s1);
+  memo.store(std::move(k0), {}, {{at(p0.near)}, 0, ""});
+  auto hit = memo.lookup(k1, t);
+  ASSERT_TRUE(hit);
+  EXPECT_TRUE(sameTerm(hit->second.apply(hit->first->terms[0]), at(p1.near)));
+}
+
+// Reordering operands by form never merges two sums that differ: the far piece
+// read at another offset is another key.
+TEST(NodeMemo, ASumWithAnOperandAtAnotherOffsetIsAMiss) {
+  ClassTable t;
+  Pieces p0 = addPieces(t, "0", false), p1 = addPieces(t, "1", true);
+  NodeMemo memo;
+  MemoKey k0, k1;
+  k0.term(sumOf(p0));
+  IndexVec other{indexVar("i", 0) + smt::Expr::intConst(3)};
+  k1.term(mkAdd({at(p1.near), mkRead(p1.far, other)}));
+  memo.store(std::move(k0), {}, {{at(p0.near)}, 0, ""});
+  EXPECT_FALSE(memo.lookup(k1, t));
+}
