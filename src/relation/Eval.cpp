@@ -7,9 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <set>
 #include <unordered_map>
+#include <utility>
+
+#include <llvm/ADT/SmallVector.h>
 
 namespace shardproof::relation {
 
@@ -24,7 +28,15 @@ struct Evaluator {
 
   const ClassTable &classes;
   std::map<std::string, int64_t> env;
-  std::map<std::pair<ClassId, std::vector<int64_t>>, double> memo;
+  struct ElementHash {
+    size_t operator()(const Replayer::Element &e) const {
+      size_t h = e.first * 0x9e3779b97f4a7c15ULL;
+      for (int64_t i : e.second)
+        h = (h ^ static_cast<size_t>(i)) * 0x100000001b3ULL;
+      return h;
+    }
+  };
+  std::unordered_map<Replayer::Element, double, ElementHash> memo;
   std::map<std::string, ClassId> byFunction; // valueFunction name -> class
   std::optional<int64_t> intOffset;          // see Replayer
   Replayer::LeafSet *recordReads = nullptr;      // see Replayer::recordLeafReads
@@ -111,6 +123,29 @@ struct Evaluator {
   uintptr_t stackUsed() const {
     auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
     return stackTop > here ? stackTop - here : 0;
+  }
+
+  // "u!3", "k!0": built once, not per read (a deque: a name stays where it is
+  // while later ones are added).
+  static const std::string &varName(char kind, size_t n) {
+    static thread_local std::deque<std::string> names[2];
+    auto &v = names[kind == 'k'];
+    while (v.size() <= n)
+      v.push_back(std::string(1, kind) + "!" + std::to_string(v.size()));
+    return v[n];
+  }
+  // Sets `n`, returning what it held before (nothing: it was unset).
+  std::optional<int64_t> bind(const std::string &n, int64_t v) {
+    auto [it, fresh] = env.try_emplace(n, v);
+    if (fresh)
+      return std::nullopt;
+    return std::exchange(it->second, v);
+  }
+  void unbind(const std::string &n, std::optional<int64_t> before) {
+    if (before)
+      env[n] = *before;
+    else
+      env.erase(n);
   }
 
   std::optional<int64_t> lookup(const std::string &n) const {
@@ -215,9 +250,11 @@ struct Evaluator {
         incomplete = true;
         return NAN;
       }
-      auto saved = env;
+      // The definition's element names u!d are bound for it and restored
+      // after (a Sum restores its own variable), leaving the caller's as they were.
+      llvm::SmallVector<std::optional<int64_t>, 4> saved;
       for (size_t d = 0; d < idx.size(); ++d)
-        env["u!" + std::to_string(d)] = idx[d];
+        saved.push_back(bind(varName('u', d), idx[d]));
       ++depth;
       if (elementReads)
         computing.push_back(key);
@@ -225,7 +262,8 @@ struct Evaluator {
       if (elementReads)
         computing.pop_back();
       --depth;
-      env = saved;
+      for (size_t d = 0; d < idx.size(); ++d)
+        unbind(varName('u', d), saved[d]);
       if (!incomplete) // a value from a cut-short evaluation is not kept
         memo[key] = v;
       return v;
@@ -271,14 +309,15 @@ struct Evaluator {
         if (auto it = sumMemo.find(key); it != sumMemo.end())
           return it->second;
       }
-      std::string k = "k!" + std::to_string(t->level);
+      const std::string &k = varName('k', t->level);
       double s = reduceIdentity(t->red);
+      std::optional<int64_t> outer = lookup(k);
       for (int64_t v = lo; v < hi; ++v) {
         env[k] = v;
         double x = eval(t->args[0]);
         s = t->red == Fn::Max2 ? std::max(s, x) : t->red == Fn::Min2 ? std::min(s, x) : t->red == Fn::Mul ? s * x : s + x;
       }
-      env.erase(k);
+      unbind(k, outer);
       see(t, {}, s);
       if (memoize && !incomplete) // a value from a cut-short evaluation is not kept
         sumMemo.emplace(std::move(key), s);
