@@ -25,14 +25,16 @@ struct Layer {
   ClassId w, x, scaled, out;
 };
 
+ClassId addLeaf(ClassTable &t, const std::string &label, int64_t n) {
+  ClassInfo ci;
+  ci.label = label;
+  ci.shape = vec(n);
+  ci.rank = 0;
+  return t.add(ci);
+}
+
 Layer addLayer(ClassTable &t, const std::string &tag, double k = 2, bool withOut = true) {
-  auto leaf = [&](const std::string &name) {
-    ClassInfo ci;
-    ci.label = name + tag;
-    ci.shape = vec(4);
-    ci.rank = 0;
-    return t.add(ci);
-  };
+  auto leaf = [&](const std::string &name) { return addLeaf(t, name + tag, 4); };
   Layer l;
   l.w = leaf("w");
   l.x = leaf("x");
@@ -187,13 +189,7 @@ struct Pieces {
 };
 
 Pieces addPieces(ClassTable &t, const std::string &tag, bool farFirst) {
-  auto leaf = [&](const std::string &name) {
-    ClassInfo ci;
-    ci.label = name + tag;
-    ci.shape = vec(8);
-    ci.rank = 0;
-    return t.add(ci);
-  };
+  auto leaf = [&](const std::string &name) { return addLeaf(t, name + tag, 8); };
   Pieces p;
   if (farFirst) {
     p.far = leaf("far");
