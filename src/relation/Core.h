@@ -19,6 +19,7 @@
 #include "shardproof/spec/Spec.h"
 #include "shardproof/smt/Solver.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,35 @@ struct CheckCore {
   }
   /// Bounds of the free index variables of a tensor of this shape.
   static smt::Expr bounds(const ir::Shape &s, const char *prefix = "i");
+};
+
+/// One computation recorded for the layer memo (NodeMemo.h): its result is
+/// stored under the key only if a renaming can replay it (every class it read
+/// was recorded, none created) and no solver query ended Unknown meanwhile.
+/// Without a key (memoization off, or a scope where it does not apply) it
+/// records nothing and stores nothing.
+class MemoRecording {
+public:
+  MemoRecording(CheckCore &core, std::optional<MemoKey> key)
+      : core_(core), key_(std::move(key)), unknownBefore_(core.unknownQueries()) {
+    if (key_)
+      rec_.emplace(core.classes);
+  }
+  /// Whether what was derived so far may be stored.
+  bool reusable() const { return key_ && rec_->reusable() && core_.unknownQueries() == unknownBefore_; }
+  /// Stores `r` if reusable(); once.
+  void store(NodeMemo::Result r) {
+    if (!reusable())
+      return;
+    core_.memo.store(std::move(*key_), rec_->consulted(), std::move(r));
+    key_.reset();
+  }
+
+private:
+  CheckCore &core_;
+  std::optional<MemoKey> key_;
+  unsigned unknownBefore_;
+  std::optional<ClassTable::Recording> rec_;
 };
 
 } // namespace shardproof::relation

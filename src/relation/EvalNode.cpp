@@ -44,14 +44,11 @@ llvm::Error NodeEvaluator::eval(const Graph &g, const Node &n, std::vector<Value
     if (reuseFromLayerBelow(s, *key))
       return llvm::Error::success();
   }
-  const unsigned unknownBefore = core.unknownQueries();
-  std::optional<ClassTable::Recording> rec;
-  if (key)
-    rec.emplace(core.classes);
+  MemoRecording rec(core, std::move(key));
   // Keeps what this node derived for the next layer; `elements` false: the
   // node has no element maps (shape data, collectives).
   auto remember = [&](const OpResult &r, bool elements, std::vector<Term> terms) {
-    if (!key || !rec->reusable() || core.unknownQueries() != unknownBefore)
+    if (!rec.reusable())
       return;
     for (auto &t : terms)
       if (!t)
@@ -61,7 +58,7 @@ llvm::Error NodeEvaluator::eval(const Graph &g, const Node &n, std::vector<Value
     m.node = describe(n);
     m.elements = elements;
     m.terms = std::move(terms);
-    core.memo.store(std::move(*key), rec->consulted(), std::move(m));
+    rec.store(std::move(m));
   };
   auto res = def->infer(in);
   if (!res)

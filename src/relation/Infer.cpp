@@ -323,16 +323,12 @@ Term ReferenceWalk::coverMemoized(const Term &t, const Shape &shape, unsigned &m
       return hit->second.apply(hit->first->terms[0]);
     }
   }
-  const unsigned unknownBefore = core.unknownQueries();
   unsigned found = 0;
   Term out;
   {
-    std::optional<ClassTable::Recording> rec;
-    if (key)
-      rec.emplace(core.classes);
+    MemoRecording rec(core, std::move(key));
     out = core.prover.cover(t, 0, found);
-    if (key && rec->reusable() && core.unknownQueries() == unknownBefore)
-      core.memo.store(std::move(*key), rec->consulted(), {{out}, found});
+    rec.store({{out}, found});
   }
   matches += found;
   return out;

@@ -76,10 +76,7 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
     if (auto hit = core.memo.lookup(*key, core.classes))
       return sides[hit->first->extra].front();
   }
-  const unsigned unknownBefore = core.unknownQueries();
-  std::optional<ClassTable::Recording> rec;
-  if (key)
-    rec.emplace(core.classes);
+  MemoRecording rec(core, std::move(key));
   for (size_t i = 0; i < sides.size(); ++i) {
     bool proven = !sides[i].empty();
     for (const Term &b : sides[i]) {
@@ -104,8 +101,7 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
     }
     if (!proven)
       continue;
-    if (key && rec->reusable() && core.unknownQueries() == unknownBefore)
-      core.memo.store(std::move(*key), rec->consulted(), {{}, i});
+    rec.store({{}, i});
     return sides[i].front();
   }
   return std::nullopt;
