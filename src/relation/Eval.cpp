@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include <llvm/ADT/Hashing.h>
 #include <llvm/ADT/SmallVector.h>
 
 namespace shardproof::relation {
@@ -30,10 +31,7 @@ struct Evaluator {
   std::map<std::string, int64_t> env;
   struct ElementHash {
     size_t operator()(const Replayer::Element &e) const {
-      size_t h = e.first * 0x9e3779b97f4a7c15ULL;
-      for (int64_t i : e.second)
-        h = (h ^ static_cast<size_t>(i)) * 0x100000001b3ULL;
-      return h;
+      return llvm::hash_combine(e.first, llvm::hash_combine_range(e.second.begin(), e.second.end()));
     }
   };
   std::unordered_map<Replayer::Element, double, ElementHash> memo;
