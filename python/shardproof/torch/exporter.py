@@ -5,6 +5,7 @@ identical: a size that differs between them was baked into the graph.
 """
 import contextlib
 import dataclasses
+import gc
 import io
 import os
 import re
@@ -131,6 +132,9 @@ def _export_one(what, module, inputs, dynamic, outputs_hint, case, train=False):
         except Exception as e:
             raise CaptureError(f"running the {what} failed: {type(e).__name__}: {e} (at {_where(e)})") from e
     output_names = outputs_hint or _output_names(case, sample)
+    # A training step's sample holds the gradients with their autograd graph
+    # (create_graph=True): gone before the export traces the step again.
+    del sample
     del pg._rec().calls[:]  # only the export's own trace counts
     for n in dynamic:
         if n not in inputs and n not in output_names:
@@ -274,6 +278,12 @@ def export(case: Case, world_size: int, out: str, log=None, train=False) -> Expo
                     fed = feed(dict(s))
                     feeds.append(fed)
                     model, out_names = _export_one(what, module, fed, dynamic, outputs, case, train)
+                    del module
+                    # The traced step's autograd graph is held in reference
+                    # cycles: collected now, one export's memory at a time
+                    # (left to the collector, a 126-layer step's three
+                    # reference exports held 9 GB).
+                    gc.collect()
                     models.setdefault(("outputs",), out_names)
                     _annotate(model, rec.calls)
                     exports.append((model, rec.calls))
