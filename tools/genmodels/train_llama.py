@@ -279,5 +279,12 @@ def llama_sp_step(config=None):
         return {"input_ids": torch.randint(0, c.vocab, shape), "labels": torch.randint(0, c.vocab, shape)}
 
     axes = {0: "seq", 1: "batch"}
+    # Only the sequence is split: the batch stays small (the default makes it a
+    # multiple of P too, and tracing the step holds a per-example weight
+    # gradient in every linear: 9 GB at 126 layers, TP8). No size is a
+    # multiple of another across the three exports (batch 2, 3, 4; seq 3P,
+    # 4P, 5P), so sizes.py can tell which one a number is.
+    sizes = lambda p: [{"seq": 3 * p, "batch": 2}, {"seq": 4 * p, "batch": 3}]
     return Case(reference=lambda: LlamaForCausalLM(c), implementation=implementation, inputs=inputs,
-                dynamic={"input_ids": axes, "labels": axes}, finalize_grads=allreduce_norm_grads if c.sp else None)
+                dynamic={"input_ids": axes, "labels": axes}, sizes=sizes,
+                finalize_grads=allreduce_norm_grads if c.sp else None)

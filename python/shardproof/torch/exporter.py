@@ -12,7 +12,7 @@ import re
 import shutil
 import tempfile
 import warnings
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Union
 
 import onnx
 import torch
@@ -43,8 +43,11 @@ class Case:
     dynamic:        {input name: {axis: size name}} for the reference (and the
                     ranks, unless rank_dynamic is given).
     outputs:        output names (default: "y", or y0, y1, ... for a tuple).
-    sizes:          two example size assignments; default: distinct multiples
-                    of the world size per size name.
+    sizes:          two example size assignments, or world_size -> the two;
+                    default: distinct multiples of the world size per size
+                    name. Give them when only some names are split: a
+                    training step's memory grows with the example sizes
+                    (every batch size a multiple of 8 at TP8 is wasted).
     finalize_grads: (module) -> None, for a training step (--train): runs on
                     each rank after the backward pass with every parameter's
                     .grad set and synchronizes them as the real training loop
@@ -58,7 +61,7 @@ class Case:
     dynamic: Dict[str, Dict[int, str]] = dataclasses.field(default_factory=dict)
     rank_dynamic: Optional[Dict[str, Dict[int, str]]] = None
     outputs: Optional[List[str]] = None
-    sizes: Optional[List[Dict[str, int]]] = None
+    sizes: Optional[Union[List[Dict[str, int]], Callable[[int], List[Dict[str, int]]]]] = None
     finalize_grads: Optional[Callable[[torch.nn.Module], None]] = None
 
 
@@ -247,7 +250,7 @@ def export(case: Case, world_size: int, out: str, log=None, train=False) -> Expo
     exported and passed the checks."""
     if world_size < 1:
         raise CaptureError(f"--world-size must be at least 1, got {world_size}")
-    sizes = case.sizes or default_sizes(case, world_size)
+    sizes = case.sizes(world_size) if callable(case.sizes) else case.sizes or default_sizes(case, world_size)
     if len(sizes) != 2 or sizes[0] == sizes[1]:
         raise CaptureError("Case.sizes must be two different size assignments")
     rank_inputs = case.rank_inputs or (lambda s, r, p: case.inputs(s))
