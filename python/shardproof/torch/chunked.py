@@ -97,15 +97,16 @@ def _build_piece(nodes, converted):
     for n in nodes:
         clone_node(n)
     # A value leaves the piece if a later piece reads it, directly or through
-    # a non-tensor it feeds (`x.size(1)` read three pieces later: that piece
-    # recomputes the size from x, so x must leave this one).
+    # a non-tensor it feeds (a list of tensors, or x.size(1), read pieces
+    # later: that piece rebuilds the list or the size from the tensors, so
+    # they must leave this one).
     recomputed = {}
 
     def read_later(node):
         if node not in members:
             return True
         if node not in recomputed:
-            recomputed[node] = False  # a cycle cannot occur in a graph; guards the recursion
+            recomputed[node] = False  # memo, set before the recursion into its users
             recomputed[node] = any(_must_clone(o) and any(read_later(_top(u.user)) for u in o.uses())
                                    for o in node.outputs())
         return recomputed[node]
@@ -183,12 +184,12 @@ def linear_onnx_pass():
       each quadratic in torch 1.13 (at 16 Llama layers they took 19 s and 6 s
       of a 73 s export, twelve and fourteen times their cost at 4 layers):
       * the ONNX shape inference rerun over the converted graph: each chunk's
-        conversion already ran it node by node. The rerun sees shapes across
-        chunk boundaries and can name a few more dimensions (one dimension of
-        one gradient output in a 16-layer Llama step); without it such a
-        dimension is left unknown, never wrong, and the checker infers every
-        shape itself (a declared dimension only adds a check). The training
-        fixtures export byte-identical files with and without it;
+        conversion already ran it node by node. The rerun and the pieces
+        each know a few static dimensions the other does not (of gradient
+        outputs; the test checks they agree where both know one), and the
+        checker infers every shape itself (a declared dimension only adds a
+        check). The training fixtures export the same files with and
+        without it;
       * _jit_pass_lint, a consistency check of torch's own passes (the
         exported model is checked by onnx.checker before it is written).
     SHARDPROOF_ONNX_CHUNK=0 runs torch's export unchanged."""
