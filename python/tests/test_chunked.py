@@ -116,7 +116,6 @@ class Pieces(unittest.TestCase):
                     if p is not None and q is not None:
                         self.assertEqual(p, q, f"{name}: {x.name} dimension {i}")
 
-
     def test_a_tensor_read_later_only_through_a_list_leaves_its_piece(self):
         # Seen at 24 Llama layers: a list of tensors built in one piece and
         # read in a later one, which rebuilds the list from the tensors; the
