@@ -200,6 +200,15 @@ class Errors(unittest.TestCase):
         msg = self.fails(case(body), "depends on the example size", "keep sizes as tensors")
         self.assertIn("batch=", msg)
 
+    def test_an_example_size_equal_to_a_width_is_named(self):
+        # The tracer cannot tell batch=8 from x's width 8: the message says
+        # so, next to the usual causes, so that the user tries other sizes.
+        def body(y):
+            return y + torch.ones(int(y.shape[0]), 1)
+        msg = self.fails(case(body, sizes=[{"batch": 4}, {"batch": 8}]), "depends on the example size",
+                         "batch=8 (export 2)", "Case.sizes")
+        self.assertNotIn("batch=4 (export 1)", msg)
+
     def test_ranks_that_call_different_collectives(self):
         def body(y):
             if dist.get_rank() == 1:

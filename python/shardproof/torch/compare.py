@@ -62,3 +62,18 @@ def first_difference(a, b, sizes):
         if x.SerializeToString() != y.SerializeToString():
             return f"the constant '{x.name}' differs between the exports ({at}): {HOW_TO_AVOID}"
     return f"the exports differ ({at}): {HOW_TO_AVOID}"
+
+
+def size_coincidences(model, points):
+    """The example sizes equal to a fixed dimension of `model`'s inputs and
+    parameters, as 'seq=8 (export 2)': the tracer cannot tell such a size from
+    the constant, so the exports differ although the model keeps its sizes
+    symbolic. (Seen with a head count: a view to [batch, seq, heads, head_dim]
+    at seq == heads. Dimensions that are not on an input are not found.)"""
+    fixed = set()
+    for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
+        for d in _dims(vi) or []:
+            if isinstance(d, int) and d >= 2:
+                fixed.add(d)
+    return [f"{n}={v} (export {k + 1})" for k, point in enumerate(points) for n, v in sorted(point.items())
+            if v in fixed]
