@@ -44,6 +44,7 @@ struct Evaluator {
   static constexpr size_t kMaxRecordedReads = 200'000;
   size_t recordedReads = 0;
   std::vector<double> *seenValues = nullptr; // see Replayer::recordValues
+  std::optional<std::set<ClassId>> exact;    // see Replayer::cutBelow
 
   // Values of Sum subterms by the values of their free variables. A norm's
   // variance sums (x - mean)^2 with the mean a sum itself: without this, every
@@ -241,6 +242,8 @@ struct Evaluator {
       return flat < static_cast<int64_t>(ci.data.size()) ? ci.data[flat] : NAN;
     }
     case ClassInfo::Compute: {
+      if (exact && !exact->count(c))
+        return leaf("#cut" + std::to_string(c), idx);
       auto key = std::make_pair(c, idx);
       if (auto it = memo.find(key); it != memo.end())
         return it->second;
@@ -397,6 +400,7 @@ bool Replayer::recordedAllReads() const { return impl_->e.recordedReads < Evalua
 
 bool Replayer::complete() const { return !impl_->e.incomplete; }
 void Replayer::setBudget(uint64_t steps) { impl_->e.budget = steps; }
+void Replayer::cutBelow(std::set<ClassId> exact) { impl_->e.exact = std::move(exact); }
 uint64_t Replayer::budgetLeft() const { return impl_->e.budget; }
 void Replayer::newProbe(uint64_t steps) {
   impl_->e.incomplete = false;

@@ -8,6 +8,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <set>
+#include <unordered_set>
+#include <utility>
 
 namespace shardproof::relation {
 
@@ -42,6 +46,55 @@ constexpr unsigned kQuickSteps = 2;
 // unfolding to no match (the numbers, 0.6 s, tell them apart).
 constexpr uint64_t kProbeSteps = 200'000;
 constexpr uint64_t kProbePoolPerNode = 5'000;
+// At most this pool (about 4 s): past it, a probe that evaluates the layers
+// below is cut short and the shallow probe decides (whose cost does not grow
+// with the depth). A one-layer TP8 step's pool is 4.6 M.
+constexpr uint64_t kProbePoolMax = 10'000'000;
+
+// Class definitions below either side that the shallow probe evaluates
+// exactly (the LM end's picked logits: the logits, the final norm, the last
+// residual add, the last layer's output projection).
+constexpr unsigned kShallowLevels = 4;
+// Its term steps: the loss's reduction over every token's logits at the
+// smallest sizes takes about 350,000 at tiny widths.
+constexpr uint64_t kShallowSteps = 2'000'000;
+
+// The classes `terms` read, and the classes their definitions read, down to
+// `levels` definitions below: what a shallow probe evaluates exactly.
+std::set<ClassId> classesNear(const ClassTable &classes, const std::vector<Term> &terms, unsigned levels) {
+  std::set<ClassId> near;
+  std::vector<ClassId> frontier;
+  std::unordered_set<const TermNode *> seen; // terms are DAGs: each shared subterm once
+  std::function<void(const Term &)> walk = [&](const Term &t) {
+    if (!seen.insert(t.get()).second)
+      return;
+    if (t->kind == TermKind::Read && near.insert(t->cls).second)
+      frontier.push_back(t->cls);
+    for (const Term &u : t->args)
+      walk(u);
+  };
+  for (const Term &t : terms)
+    walk(t);
+  for (unsigned l = 0; l < levels && !frontier.empty(); ++l)
+    for (ClassId c : std::exchange(frontier, {}))
+      if (classes[c].kind == ClassInfo::Compute)
+        walk(classes[c].def);
+  return near;
+}
+
+enum class Numbers { Same, Differ, Incomplete };
+
+// `a` and `b` at each point, in order, until one differs or the numbers run out.
+Numbers differAt(Replayer &rp, const Term &a, const Term &b, const std::vector<int64_t> *const (&points)[3]) {
+  for (const std::vector<int64_t> *idx : points) {
+    double x = rp.at(a, *idx), y = rp.at(b, *idx);
+    if (!rp.complete())
+      return Numbers::Incomplete;
+    if (std::isfinite(x) && std::isfinite(y) && std::abs(x - y) > 1e-6 * (1 + std::abs(x) + std::abs(y)))
+      return Numbers::Differ;
+  }
+  return Numbers::Same;
+}
 
 } // namespace
 
@@ -79,6 +132,9 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
   MemoRecording rec(core, std::move(key));
   for (size_t i = 0; i < sides.size(); ++i) {
     bool proven = !sides[i].empty();
+    std::unique_ptr<Replayer> shallow;
+    std::vector<Term> near = sides[i];
+    near.push_back(v.term);
     for (const Term &b : sides[i]) {
       // Equal within a couple of unfoldings: proven without numbers, which
       // for a deep tensor evaluate every layer below it (2.5 s for the first
@@ -92,7 +148,7 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
       bool differs;
       {
         ClassTable::Unrecorded off(core.classes);
-        differs = differsOnNumbers(v.term, b, shape);
+        differs = differsOnNumbers(v.term, b, shape, shallow, near);
       }
       if (differs || claims.unfoldUntilEqual(v.term, b, *d0, kProposalSteps)) {
         proven = false;
@@ -155,7 +211,8 @@ std::vector<spec::Placement> ReferenceWalk::sameNamePlacements(int id) {
   return candidates;
 }
 
-bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &shape) {
+bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &shape,
+                                     std::unique_ptr<Replayer> &shallow, const std::vector<Term> &near) {
   if (!smallestSizes) {
     smallestSizes.emplace();
     smt::CheckResult r = core.solver.check("propose.sizes", Expr::boolConst(true));
@@ -178,30 +235,39 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
       return false;
     last.push_back(*v - 1);
   }
-  if (!probe)
-    probe = std::make_unique<Replayer>(core.classes, sizes);
-  if (!probePool)
-    probePool = kProbePoolPerNode * core.ref.nodes.size();
-  Replayer &rp = *probe;
-  const uint64_t given = kProbeSteps + *probePool;
-  rp.newProbe(given); // a probe, not a search: past this, no rejection
-  bool differs = false;
   std::vector<int64_t> first(last.size(), 0), mid = last;
   for (auto &x : mid)
     x /= 2;
-  for (const auto &idx : {first, mid, last}) {
-    double x = rp.at(a, idx), y = rp.at(b, idx);
-    if (!rp.complete())
-      break;
-    if (std::isfinite(x) && std::isfinite(y) && std::abs(x - y) > 1e-6 * (1 + std::abs(x) + std::abs(y))) {
-      differs = true;
-      break;
-    }
-  }
+  const std::vector<int64_t> *points[] = {&first, &mid, &last};
+  if (!probe)
+    probe = std::make_unique<Replayer>(core.classes, sizes);
+  if (!probePool)
+    probePool = std::min(kProbePoolPerNode * core.ref.nodes.size(), kProbePoolMax);
+  Replayer &rp = *probe;
+  const uint64_t given = kProbeSteps + *probePool;
+  rp.newProbe(given);
+  Numbers n = differAt(rp, a, b, points);
   uint64_t used = given - rp.budgetLeft();
   if (used > kProbeSteps)
     *probePool -= std::min(*probePool, used - kProbeSteps);
-  return differs;
+  if (n != Numbers::Incomplete)
+    return n == Numbers::Differ;
+  // Cut short: a shallow probe, exact only a few class definitions below
+  // either side and arbitrary numbers (the same on both sides) under that.
+  // Its cost does not grow with the depth, where the full probe evaluates
+  // every layer below (in a 16-layer TP8 step, 25 of 50 s went to rejecting
+  // the LM end's picked logits that way, and 18 s to the replicated loss,
+  // which the unfolding then proved). Different: rejected. The same: the
+  // unfolding decides, as the numbers could only have rejected (a
+  // difference below the cut costs that unfolding, not a wrong answer).
+  // One cut for every rank's side of the candidate, so they share what the
+  // first evaluated (the LM end's logits at the scaled widths: 2 M steps).
+  if (!shallow) {
+    shallow = std::make_unique<Replayer>(core.classes, sizes);
+    shallow->cutBelow(classesNear(core.classes, near, kShallowLevels));
+  }
+  shallow->newProbe(kShallowSteps);
+  return differAt(*shallow, a, b, points) == Numbers::Differ; // a probe, not a search: cut short, no rejection
 }
 
 } // namespace shardproof::relation

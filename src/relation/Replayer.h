@@ -58,6 +58,11 @@ public:
   void newProbe(uint64_t steps);
   /// Steps left of the budget.
   uint64_t budgetLeft() const;
+  /// Compute classes outside `exact` read as pseudo-random numbers keyed by
+  /// class and index (the same wherever they are read) instead of being
+  /// evaluated: a shallow probe, whose cost does not grow with what lies
+  /// below the cut. Set before the first evaluation.
+  void cutBelow(std::set<ClassId> exact);
 
 private:
   struct Impl;

@@ -70,8 +70,11 @@ private:
   std::optional<Term> proposeByName(int id);
   std::vector<spec::Placement> sameNamePlacements(int id);
   /// Whether `a` and `b` (element terms of a tensor of `shape`) differ on
-  /// numbers at the smallest admissible sizes, at a few elements.
-  bool differsOnNumbers(const Term &a, const Term &b, const ir::Shape &shape);
+  /// numbers at the smallest admissible sizes, at a few elements. `shallow`:
+  /// the shallow probe's replayer, shared by the sides `near` of one
+  /// candidate (made on first use, cut below what they read; Propose.cpp).
+  bool differsOnNumbers(const Term &a, const Term &b, const ir::Shape &shape, std::unique_ptr<Replayer> &shallow,
+                        const std::vector<Term> &near);
   std::optional<int> unreducedInput(const ir::Node &n) const;
   std::vector<std::string> nearbyRankNodes(const Term &t, const ir::Node &refNode) const;
   bool readsAny(int r, const ir::Node &n, const std::vector<ClassId> &reads) const;

@@ -122,3 +122,39 @@ TEST_F(ReplayerProbe, ASumThatReadsAnOuterIndexIsKeptPerValueOfThatIndex) {
   EXPECT_NEAR(rp.at(nested, {}), windows, 1e-12);
   EXPECT_TRUE(rp.complete());
 }
+
+// A same-name proposal is first probed shallowly (Propose.cpp): classes below
+// the cut are not evaluated but read as numbers keyed by class and index, so
+// the probe's cost does not grow with the layers below (rejecting the LM
+// end's picked logits of a 16-layer step evaluated every layer: 25 s).
+TEST_F(ReplayerProbe, AShallowProbeReadsWhatIsBelowItsCutWithoutEvaluatingIt) {
+  // layer[0] = total, layer[d] = 2 * layer[d-1]: a deep chain over the sum.
+  std::vector<ClassId> layer{total};
+  for (int d = 1; d < 200; ++d) {
+    ClassInfo c;
+    c.kind = ClassInfo::Compute;
+    c.label = "layer" + std::to_string(d);
+    c.shape.dims = {Expr::intConst(1)};
+    c.def = mkMul({mkConst(2), mkRead(layer.back(), {Expr::intConst(0)})});
+    layer.push_back(table.add(c));
+  }
+  ClassId top = layer.back(), below = layer[layer.size() - 2], other = layer[layer.size() - 3];
+  Term readTop = mkRead(top, {Expr::intConst(0)});
+  Replayer shallow(table, {});
+  shallow.cutBelow({top});
+  shallow.setBudget(20); // the full evaluation takes over kN steps
+  double v = shallow.at(readTop, {});
+  ASSERT_TRUE(shallow.complete()) << "the shallow probe evaluated the chain below its cut";
+  // The cut class reads the same wherever it is read: twice it, as the top
+  // computes it, on either side of a proposal.
+  Term viaBelow = mkMul({mkConst(2), mkRead(below, {Expr::intConst(0)})});
+  EXPECT_EQ(v, shallow.at(viaBelow, {}));
+  // Another class below the cut reads other numbers: a proposal that reads
+  // the wrong layer differs.
+  EXPECT_NE(v, shallow.at(mkMul({mkConst(2), mkRead(other, {Expr::intConst(0)})}), {}));
+  // Without the cut, the same term is the real value: 2^199 times the sum.
+  Replayer full(table, {});
+  double real = full.at(readTop, {});
+  ASSERT_TRUE(full.complete());
+  EXPECT_NEAR(real, std::ldexp(full.at(readTotal(), {}), 199), std::fabs(real) * 1e-12);
+}
