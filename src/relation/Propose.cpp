@@ -260,13 +260,15 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
   // which the unfolding then proved). Different: rejected. The same: the
   // unfolding decides, as the numbers could only have rejected (a
   // difference below the cut costs that unfolding, not a wrong answer).
-  // One cut for every rank's side of the candidate, so they share what the
-  // first evaluated (the LM end's logits at the scaled widths: 2 M steps).
+  // One cut and one budget for every rank's side of the candidate: they share
+  // what the first evaluated, and where the cut region itself is large (the
+  // LM end's logits at the scaled widths) the candidate gives up once, not
+  // once per rank (8 x 2 M steps cost the one-layer TP8 step 7 s).
   if (!shallow) {
     shallow = std::make_unique<Replayer>(core.classes, sizes);
     shallow->cutBelow(classesNear(core.classes, near, kShallowLevels));
+    shallow->setBudget(kShallowSteps);
   }
-  shallow->newProbe(kShallowSteps);
   return differAt(*shallow, a, b, points) == Numbers::Differ; // a probe, not a search: cut short, no rejection
 }
 
