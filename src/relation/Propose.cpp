@@ -85,9 +85,9 @@ std::set<ClassId> classesNear(const ClassTable &classes, const std::vector<Term>
 enum class Numbers { Same, Differ, Incomplete };
 
 // `a` and `b` at each point, in order, until one differs or the numbers run out.
-Numbers differAt(Replayer &rp, const Term &a, const Term &b, const std::vector<int64_t> *const (&points)[3]) {
-  for (const std::vector<int64_t> *idx : points) {
-    double x = rp.at(a, *idx), y = rp.at(b, *idx);
+Numbers differAt(Replayer &rp, const Term &a, const Term &b, const std::vector<std::vector<int64_t>> &points) {
+  for (const std::vector<int64_t> &idx : points) {
+    double x = rp.at(a, idx), y = rp.at(b, idx);
     if (!rp.complete())
       return Numbers::Incomplete;
     if (std::isfinite(x) && std::isfinite(y) && std::abs(x - y) > 1e-6 * (1 + std::abs(x) + std::abs(y)))
@@ -133,8 +133,6 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
   for (size_t i = 0; i < sides.size(); ++i) {
     bool proven = !sides[i].empty();
     std::unique_ptr<Replayer> shallow;
-    std::vector<Term> near = sides[i];
-    near.push_back(v.term);
     for (const Term &b : sides[i]) {
       // Equal within a couple of unfoldings: proven without numbers, which
       // for a deep tensor evaluate every layer below it (2.5 s for the first
@@ -148,7 +146,7 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
       bool differs;
       {
         ClassTable::Unrecorded off(core.classes);
-        differs = differsOnNumbers(v.term, b, shape, shallow, near);
+        differs = differsOnNumbers(v.term, b, shape, shallow, sides[i]);
       }
       if (differs || claims.unfoldUntilEqual(v.term, b, *d0, kProposalSteps)) {
         proven = false;
@@ -212,7 +210,7 @@ std::vector<spec::Placement> ReferenceWalk::sameNamePlacements(int id) {
 }
 
 bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &shape,
-                                     std::unique_ptr<Replayer> &shallow, const std::vector<Term> &near) {
+                                     std::unique_ptr<Replayer> &shallow, const std::vector<Term> &sides) {
   if (!smallestSizes) {
     smallestSizes.emplace();
     smt::CheckResult r = core.solver.check("propose.sizes", Expr::boolConst(true));
@@ -235,10 +233,10 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
       return false;
     last.push_back(*v - 1);
   }
-  std::vector<int64_t> first(last.size(), 0), mid = last;
+  std::vector<int64_t> mid = last;
   for (auto &x : mid)
     x /= 2;
-  const std::vector<int64_t> *points[] = {&first, &mid, &last};
+  const std::vector<std::vector<int64_t>> points = {std::vector<int64_t>(last.size(), 0), mid, last};
   if (!probe)
     probe = std::make_unique<Replayer>(core.classes, sizes);
   if (!probePool)
@@ -265,6 +263,8 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
   // LM end's logits at the scaled widths) the candidate gives up once, not
   // once per rank (8 x 2 M steps cost the one-layer TP8 step 7 s).
   if (!shallow) {
+    std::vector<Term> near = sides;
+    near.push_back(a);
     shallow = std::make_unique<Replayer>(core.classes, sizes);
     shallow->cutBelow(classesNear(core.classes, near, kShallowLevels));
     shallow->setBudget(kShallowSteps);

@@ -71,10 +71,10 @@ private:
   std::vector<spec::Placement> sameNamePlacements(int id);
   /// Whether `a` and `b` (element terms of a tensor of `shape`) differ on
   /// numbers at the smallest admissible sizes, at a few elements. `shallow`:
-  /// the shallow probe's replayer, shared by the sides `near` of one
-  /// candidate (made on first use, cut below what they read; Propose.cpp).
+  /// the shallow probe's replayer, shared by a candidate's rank `sides` (made
+  /// on first use, cut below what they and `a` read; Propose.cpp).
   bool differsOnNumbers(const Term &a, const Term &b, const ir::Shape &shape, std::unique_ptr<Replayer> &shallow,
-                        const std::vector<Term> &near);
+                        const std::vector<Term> &sides);
   std::optional<int> unreducedInput(const ir::Node &n) const;
   std::vector<std::string> nearbyRankNodes(const Term &t, const ir::Node &refNode) const;
   bool readsAny(int r, const ir::Node &n, const std::vector<ClassId> &reads) const;

@@ -64,16 +64,21 @@ def first_difference(a, b, sizes):
     return f"the exports differ ({at}): {HOW_TO_AVOID}"
 
 
-def size_coincidences(model, points):
-    """The example sizes equal to a fixed dimension of `model`'s inputs and
-    parameters, as 'seq=8 (export 2)': the tracer cannot tell such a size from
-    the constant, so the exports differ although the model keeps its sizes
-    symbolic. (Seen with a head count: a view to [batch, seq, heads, head_dim]
-    at seq == heads. Dimensions that are not on an input are not found.)"""
+def size_coincidence_hint(model, points):
+    """The other cause of exports that differ although the model keeps its
+    sizes symbolic: an example size equal to a fixed dimension, which the
+    tracer cannot tell from the size (seen with a head count: a view to
+    [batch, seq, heads, head_dim] at seq == heads). Names the sizes equal to
+    a fixed dimension of `model`'s inputs and parameters, as 'seq=8
+    (export 2)'; dimensions that are not on an input are not found."""
     fixed = set()
     for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
         for d in _dims(vi) or []:
             if isinstance(d, int) and d >= 2:
                 fixed.add(d)
-    return [f"{n}={v} (export {k + 1})" for k, point in enumerate(points) for n, v in sorted(point.items())
+    same = [f"{n}={v} (export {k + 1})" for k, point in enumerate(points) for n, v in sorted(point.items())
             if v in fixed]
+    return ("or, if the model does keep its sizes symbolic, an example size equals a fixed dimension (a width, "
+            "a head count), which the tracer cannot tell apart from the size"
+            + (f" (here {', '.join(same)})" if same else "")
+            + f": try other example sizes with Case.sizes (exported at {_values(points)})")

@@ -22,7 +22,7 @@ from . import collectives as C
 from . import gradients
 from . import sizes as symbolic_sizes
 from . import process_group as pg
-from .compare import first_difference, size_coincidences
+from .compare import first_difference, size_coincidence_hint
 from .process_group import CaptureError
 
 OPSET = 17
@@ -298,12 +298,7 @@ def export(case: Case, world_size: int, out: str, log=None, train=False) -> Expo
                     exports[0] = (fixed, exports[0][1])
                     diff = None
             if diff:
-                same = size_coincidences(exports[0][0], points)
-                diff += ("; or, if the model does keep its sizes symbolic, an example size equals a fixed "
-                         "dimension (a width, a head count), which the tracer cannot tell apart from the size"
-                         + (f" (here {', '.join(same)})" if same else "")
-                         + f": try other example sizes with Case.sizes (exported at "
-                         f"{'; '.join(', '.join(f'{k}={v}' for k, v in p.items()) for p in points)})")
+                diff += "; " + size_coincidence_hint(exports[0][0], points)
                 raise CaptureError(f"the {what}'s graph depends on the example size: {diff}")
             if rank != 0 or key != "reference":
                 signatures[key] = exports[0][1]

@@ -123,10 +123,11 @@ TEST_F(ReplayerProbe, ASumThatReadsAnOuterIndexIsKeptPerValueOfThatIndex) {
   EXPECT_TRUE(rp.complete());
 }
 
-// A same-name proposal is first probed shallowly (Propose.cpp): classes below
-// the cut are not evaluated but read as numbers keyed by class and index, so
-// the probe's cost does not grow with the layers below (rejecting the LM
-// end's picked logits of a 16-layer step evaluated every layer: 25 s).
+// A same-name proposal whose full probe runs out of steps is probed shallowly
+// (Propose.cpp): classes below the cut are not evaluated but read as numbers
+// keyed by class and index, so the probe's cost does not grow with the layers
+// below (rejecting the LM end's picked logits of a 16-layer step evaluated
+// every layer: 25 s).
 TEST_F(ReplayerProbe, AShallowProbeReadsWhatIsBelowItsCutWithoutEvaluatingIt) {
   // layer[0] = total, layer[d] = 2 * layer[d-1]: a deep chain over the sum.
   std::vector<ClassId> layer{total};
