@@ -5,6 +5,7 @@
 #include "smt/Program.h"
 #include "shardproof/smt/Expr.h"
 
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -43,6 +44,7 @@ struct Program {
     Z3_decl_kind op = Z3_OP_TRUE;
     int64_t value = 0;
     std::string name;       // Var, Fun
+    uint32_t slot = 0;      // Var: Expr::slotOf(name)
     uint32_t first = 0, n = 0; // children: kids[first, first + n)
   };
   Expr held; // keeps the AST (and so its id, the cache key) alive
@@ -73,6 +75,8 @@ struct Program {
       if (nd.op == Z3_OP_UNINTERPRETED) {
         nd.kind = n == 0 ? Var : Fun;
         nd.name = Z3_get_symbol_string(c, Z3_get_decl_name(c, d));
+        if (nd.kind == Var)
+          nd.slot = Expr::slotOf(nd.name);
       } else {
         nd.kind = Op;
       }
@@ -92,9 +96,10 @@ struct Program {
 namespace {
 using detail::Program;
 
-struct Walker {
+// `Vars` maps a Var node to its value: by name (Expr::Env) or by slot.
+template <class Vars> struct Walker {
   const Program &p;
-  const Expr::Env &env;
+  const Vars &vars;
   const Expr::AppEnv &apps;
 
   std::optional<int64_t> arg(const Program::Node &nd, unsigned i) { return go(p.kids[nd.first + i]); }
@@ -104,7 +109,7 @@ struct Walker {
     const unsigned n = nd.n;
     switch (nd.kind) {
     case Program::Num: return nd.value;
-    case Program::Var: return env(nd.name);
+    case Program::Var: return vars(nd);
     case Program::Bad: return std::nullopt;
     case Program::Fun: {
       if (!apps)
@@ -209,7 +214,8 @@ std::shared_ptr<const Program> compile(const Expr &e) {
 }
 
 std::optional<int64_t> run(const Program &p, const Expr::Env &env, const Expr::AppEnv &apps) {
-  return Walker{p, env, apps}.go(static_cast<uint32_t>(p.nodes.size() - 1)); // the root is compiled last
+  auto byName = [&](const Program::Node &nd) { return env(nd.name); };
+  return Walker<decltype(byName)>{p, byName, apps}.go(static_cast<uint32_t>(p.nodes.size() - 1)); // the root is compiled last
 }
 
 } // namespace detail
@@ -241,6 +247,28 @@ std::optional<int64_t> Expr::eval(const Env &env, const AppEnv &apps) const {
     return std::nullopt;
   std::shared_ptr<const Program> oneOff;
   return detail::run(*programOf(*this, oneOff), env, apps);
+}
+
+uint32_t Expr::slotOf(const std::string &name) {
+  // Programs compile on several threads (check --jobs): the table is shared.
+  static std::mutex m;
+  static std::unordered_map<std::string, uint32_t> slots;
+  std::lock_guard<std::mutex> lock(m);
+  return slots.try_emplace(name, static_cast<uint32_t>(slots.size())).first->second;
+}
+
+std::optional<int64_t> Expr::evalSlots(const Slots &slots, const AppEnv &apps, bool unknownAsZero) const {
+  if (!isValid())
+    return std::nullopt;
+  std::shared_ptr<const Program> oneOff;
+  const Program &p = *programOf(*this, oneOff);
+  auto bySlot = [&](const Program::Node &nd) -> std::optional<int64_t> {
+    int64_t v = nd.slot < slots.size() ? slots[nd.slot] : kUnset;
+    if (v != kUnset)
+      return v;
+    return unknownAsZero ? std::optional<int64_t>(0) : std::nullopt;
+  };
+  return Walker<decltype(bySlot)>{p, bySlot, apps}.go(static_cast<uint32_t>(p.nodes.size() - 1));
 }
 
 } // namespace shardproof::smt

@@ -7,12 +7,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <functional>
 #include <set>
 #include <unordered_map>
 #include <utility>
 
+#include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/Hashing.h>
 #include <llvm/ADT/SmallVector.h>
 
@@ -24,11 +24,22 @@ using namespace ir;
 namespace {
 
 struct Evaluator {
-  Evaluator(const ClassTable &classes, std::map<std::string, int64_t> sizes)
-      : classes(classes), env(std::move(sizes)) {}
+  Evaluator(const ClassTable &classes, const std::map<std::string, int64_t> &sizes) : classes(classes) {
+    for (auto &[n, v] : sizes)
+      set(Expr::slotOf(n), v);
+  }
+  // `apps` points back at this evaluator: never copied or moved.
+  Evaluator(const Evaluator &) = delete;
+  Evaluator &operator=(const Evaluator &) = delete;
 
   const ClassTable &classes;
-  std::map<std::string, int64_t> env;
+  // Variable values by slot (Expr::slotOf): sizes, i!d, u!d, k!n. Index
+  // expressions are evaluated millions of times; a map by name cost a string
+  // comparison per variable read.
+  Expr::Slots env;
+  Expr::AppEnv apps = [this](const std::string &f, const std::vector<int64_t> &a) { return app(f, a); };
+  // Each class's shape at these sizes (its reads are bounds-checked each time).
+  std::vector<std::optional<llvm::SmallVector<int64_t, 4>>> dimsOf;
   struct ElementHash {
     size_t operator()(const Replayer::Element &e) const {
       return llvm::hash_combine(e.first, llvm::hash_combine_range(e.second.begin(), e.second.end()));
@@ -51,11 +62,11 @@ struct Evaluator {
   // output element re-sums the mean once per reduced element, n^2 reads each.
   // Both tables pin their terms, so a freed node's address is never reused under them.
   std::map<std::pair<Term, std::vector<int64_t>>, double> sumMemo;
-  std::unordered_map<const TermNode *, std::pair<Term, std::vector<std::string>>> sumFree;
+  std::unordered_map<const TermNode *, std::pair<Term, std::vector<uint32_t>>> sumFree;
 
   // The variables a Sum's value depends on: every variable of its index
   // expressions, bounds and conditions, less the binders inside it.
-  const std::vector<std::string> &freeVars(const Term &t) {
+  const std::vector<uint32_t> &freeVars(const Term &t) {
     auto [it, fresh] = sumFree.try_emplace(t.get());
     if (!fresh)
       return it->second.second;
@@ -81,14 +92,14 @@ struct Evaluator {
     walk(t);
     for (auto &v : vars)
       if (!(v.rfind("k!", 0) == 0 && bound.count(std::atoi(v.c_str() + 2))))
-        it->second.second.push_back(v);
+        it->second.second.push_back(Expr::slotOf(v));
     return it->second.second;
   }
 
   // Values of the evaluated term's own subterms (not of class definitions):
   // each result and, for a sum or product of a few terms, every partial one,
   // since normalization flattens (a - m) - l into one sum of three.
-  void see(const Term &t, const std::vector<double> &a, double v) {
+  void see(const Term &t, llvm::ArrayRef<double> a, double v) {
     if (!seenValues || depth > 0)
       return;
     seenValues->push_back(v);
@@ -124,33 +135,28 @@ struct Evaluator {
     return stackTop > here ? stackTop - here : 0;
   }
 
-  // "u!3", "k!0": built once, not per read (a deque: a name stays where it is
-  // while later ones are added).
-  static const std::string &varName(char kind, size_t n) {
-    static thread_local std::deque<std::string> names[2];
-    auto &v = names[kind == 'k'];
+  // The slots of "u!3", "k!0", "i!1": looked up once, not per read.
+  static uint32_t varSlot(char kind, size_t n) {
+    static thread_local std::vector<uint32_t> slots[3];
+    auto &v = slots[kind == 'k' ? 0 : kind == 'u' ? 1 : 2];
     while (v.size() <= n)
-      v.push_back(std::string(1, kind) + "!" + std::to_string(v.size()));
+      v.push_back(Expr::slotOf(std::string(1, kind) + "!" + std::to_string(v.size())));
     return v[n];
   }
-  // Sets `n`, returning what it held before (nothing: it was unset).
-  std::optional<int64_t> bind(const std::string &n, int64_t v) {
-    auto [it, fresh] = env.try_emplace(n, v);
-    if (fresh)
-      return std::nullopt;
-    return std::exchange(it->second, v);
+  void set(uint32_t slot, int64_t v) {
+    if (slot >= env.size())
+      env.resize(slot + 1, Expr::kUnset);
+    env[slot] = v;
   }
-  void unbind(const std::string &n, std::optional<int64_t> before) {
-    if (before)
-      env[n] = *before;
-    else
-      env.erase(n);
+  // Sets `slot`, returning what it held before (kUnset: nothing).
+  int64_t bind(uint32_t slot, int64_t v) {
+    if (slot >= env.size())
+      env.resize(slot + 1, Expr::kUnset);
+    return std::exchange(env[slot], v);
   }
-
-  std::optional<int64_t> lookup(const std::string &n) const {
-    auto it = env.find(n);
-    return it == env.end() ? std::nullopt : std::optional<int64_t>(it->second);
-  }
+  void unbind(uint32_t slot, int64_t before) { env[slot] = before; }
+  int64_t lookup(uint32_t slot) const { return slot < env.size() ? env[slot] : Expr::kUnset; }
+  std::optional<int64_t> value(const Expr &e) { return e.evalSlots(env, apps); }
 
   // Integer inputs with a value range: deterministic values inside it, the
   // same whether read as a tensor element or as a lookup index.
@@ -159,10 +165,10 @@ struct Evaluator {
     if (!ci.elements.empty()) {
       if (idx.size() != 1 || idx[0] < 0 || idx[0] >= static_cast<int64_t>(ci.elements.size()))
         return std::nullopt;
-      return ci.elements[idx[0]].eval([this](const std::string &n) { return lookup(n); });
+      return value(ci.elements[idx[0]]);
     }
-    auto lo = ci.valueRange->first.eval([this](const std::string &n) { return lookup(n); });
-    auto hi = ci.valueRange->second.eval([this](const std::string &n) { return lookup(n); });
+    auto lo = value(ci.valueRange->first);
+    auto hi = value(ci.valueRange->second);
     if (!lo || !hi || *hi < *lo)
       return std::nullopt;
     if (intOffset)
@@ -181,8 +187,7 @@ struct Evaluator {
   }
 
   int64_t index(const Expr &e) {
-    auto v = e.eval([this](const std::string &n) { return lookup(n); },
-                    [this](const std::string &f, const std::vector<int64_t> &a) { return app(f, a); });
+    auto v = value(e);
     if (!v)
       incomplete = true;
     return v ? *v : INT64_MIN;
@@ -190,9 +195,24 @@ struct Evaluator {
 
   bool cond(const Expr &e) {
     // A variable the point does not fix (an ignored broadcast index) reads as 0.
-    auto v = e.eval([this](const std::string &n) { return lookup(n).value_or(0); },
-                    [this](const std::string &f, const std::vector<int64_t> &a) { return app(f, a); });
+    auto v = e.evalSlots(env, apps, /*unknownAsZero=*/true);
     return v.value_or(0) != 0;
+  }
+
+  // Class `c`'s dims at these sizes; nullopt where one does not evaluate.
+  const std::optional<llvm::SmallVector<int64_t, 4>> &dims(ClassId c) {
+    if (c >= dimsOf.size())
+      dimsOf.resize(c + 1);
+    auto &d = dimsOf[c];
+    if (!d) {
+      llvm::SmallVector<int64_t, 4> out;
+      for (auto &e : classes[c].shape.dims) {
+        auto v = value(e);
+        out.push_back(v ? *v : INT64_MIN);
+      }
+      d = std::move(out);
+    }
+    return d;
   }
 
   static double leaf(const std::string &label, const std::vector<int64_t> &idx) {
@@ -207,8 +227,11 @@ struct Evaluator {
 
   double read(ClassId c, const std::vector<int64_t> &idx) {
     const ClassInfo &ci = classes[c];
+    const auto &shape = *dims(c);
     for (size_t d = 0; d < idx.size(); ++d) {
-      int64_t dim = index(ci.shape.dims[d]);
+      int64_t dim = d < shape.size() ? shape[d] : INT64_MIN;
+      if (dim == INT64_MIN)
+        incomplete = true; // as index() would have said
       if (idx[d] < 0 || (dim != INT64_MIN && idx[d] >= dim)) {
         incomplete = true; // out of bounds: the term itself is wrong here
         return NAN;
@@ -253,9 +276,9 @@ struct Evaluator {
       }
       // The definition's element names u!d are bound for it and restored
       // after (a Sum restores its own variable), leaving the caller's as they were.
-      llvm::SmallVector<std::optional<int64_t>, 4> saved;
+      llvm::SmallVector<int64_t, 4> saved;
       for (size_t d = 0; d < idx.size(); ++d)
-        saved.push_back(bind(varName('u', d), idx[d]));
+        saved.push_back(bind(varSlot('u', d), idx[d]));
       ++depth;
       if (elementReads)
         computing.push_back(key);
@@ -264,7 +287,7 @@ struct Evaluator {
         computing.pop_back();
       --depth;
       for (size_t d = 0; d < idx.size(); ++d)
-        unbind(varName('u', d), saved[d]);
+        unbind(varSlot('u', d), saved[d]);
       if (!incomplete) // a value from a cut-short evaluation is not kept
         memo[key] = v;
       return v;
@@ -305,14 +328,14 @@ struct Evaluator {
       std::pair<Term, std::vector<int64_t>> key;
       if (memoize) {
         key.first = t;
-        for (auto &n : freeVars(t))
-          key.second.push_back(lookup(n).value_or(INT64_MIN));
+        for (uint32_t n : freeVars(t))
+          key.second.push_back(lookup(n));
         if (auto it = sumMemo.find(key); it != sumMemo.end())
           return it->second;
       }
-      const std::string &k = varName('k', t->level);
+      const uint32_t k = varSlot('k', t->level);
       double s = reduceIdentity(t->red);
-      std::optional<int64_t> outer = lookup(k);
+      const int64_t outer = bind(k, lo);
       for (int64_t v = lo; v < hi; ++v) {
         env[k] = v;
         double x = eval(t->args[0]);
@@ -326,7 +349,7 @@ struct Evaluator {
     }
     case TermKind::Apply: break;
     }
-    std::vector<double> a;
+    llvm::SmallVector<double, 4> a; // on the stack: one per Apply evaluated
     for (auto &x : t->args)
       a.push_back(eval(x));
     double v = apply(t, a);
@@ -334,7 +357,7 @@ struct Evaluator {
     return v;
   }
 
-  double apply(const Term &t, const std::vector<double> &a) {
+  double apply(const Term &t, llvm::ArrayRef<double> a) {
     switch (t->fn) {
     case Fn::Add: { double s = 0; for (double x : a) s += x; return s; }
     case Fn::Mul: { double p = 1; for (double x : a) p *= x; return p; }
@@ -354,7 +377,7 @@ struct Evaluator {
     case Fn::Min2: return *std::min_element(a.begin(), a.end());
     case Fn::Opaque: {
       // Masks, integer Div/Mod, rounding: what the graph computes (ir/OpaqueFns).
-      if (auto v = evalOpaque(t->name, a))
+      if (auto v = evalOpaque(t->name, std::vector<double>(a.begin(), a.end())))
         return *v;
       // An operator we do not model numerically: a fixed nonlinear function of
       // its arguments, the same on both sides.
@@ -382,7 +405,7 @@ Replayer::~Replayer() = default;
 
 double Replayer::at(const Term &t, const std::vector<int64_t> &idx) {
   for (size_t d = 0; d < idx.size(); ++d)
-    impl_->e.env["i!" + std::to_string(d)] = idx[d];
+    impl_->e.set(Evaluator::varSlot('i', d), idx[d]);
   // Stack depth is measured from here (the stack grows down on our targets).
   impl_->e.stackTop = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   return impl_->e.eval(t);

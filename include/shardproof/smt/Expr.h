@@ -102,6 +102,16 @@ public:
   /// nullopt if something is unknown or a division by zero occurs. Division
   /// and modulo are floor-style (as built).
   std::optional<int64_t> eval(const Env &env, const AppEnv &apps = nullptr) const;
+  /// The slot of variable `name` in a `Slots` environment: one per name for the
+  /// whole process, small and dense (names are interned as programs compile).
+  static uint32_t slotOf(const std::string &name);
+  /// Variable values by slot; kUnset (or a slot past the end) is unknown.
+  using Slots = std::vector<int64_t>;
+  static constexpr int64_t kUnset = INT64_MIN;
+  /// eval() reading variables from `slots`: no name lookups, for callers that
+  /// evaluate index expressions millions of times (a numeric replay).
+  /// `unknownAsZero`: an unknown variable reads as 0 instead of making the value unknown.
+  std::optional<int64_t> evalSlots(const Slots &slots, const AppEnv &apps = nullptr, bool unknownAsZero = false) const;
 
   // --- Transformation -------------------------------------------------------
   /// Z3's simplifier plus the div/mod rules of reshaped indices (Simplify.cpp).

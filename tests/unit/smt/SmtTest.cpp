@@ -219,3 +219,32 @@ TEST(IntegerDivision, TruncDivTruncModAndFloorModAgreeWithTheirDefinitionsForEve
   EXPECT_FALSE(truncDiv(a, Expr::intConst(0)).isValid()); // division by zero: no value
   EXPECT_FALSE(floorModSigned(a, Expr::intConst(0)).isValid());
 }
+
+// A replay evaluates index expressions by variable slot instead of by name: the
+// same value as eval() wherever the variables are set, nothing where one is
+// not (a wrong number would make a replay disagree with itself), and 0 for it
+// only when asked (a select's condition over an index the point does not fix).
+TEST(SmtExpr, EvaluationBySlotAgreesWithEvaluationByName) {
+  Expr i = Expr::intVar("i!0"), seq = Expr::intVar("seq");
+  Expr e = ite(i < floorDiv(seq, Expr::intConst(2)), i * 2, mod(i, Expr::intConst(3)) + seq);
+  ASSERT_EQ(Expr::slotOf("seq"), Expr::slotOf("seq")) << "one slot per name";
+  ASSERT_NE(Expr::slotOf("seq"), Expr::slotOf("i!0"));
+  Expr::Slots slots;
+  auto set = [&](const std::string &n, int64_t v) {
+    uint32_t s = Expr::slotOf(n);
+    if (s >= slots.size())
+      slots.resize(s + 1, Expr::kUnset);
+    slots[s] = v;
+  };
+  set("seq", 10);
+  for (int64_t x = 0; x < 10; ++x) {
+    set("i!0", x);
+    Expr::Env env = [&](const std::string &n) -> std::optional<int64_t> { return n == "seq" ? 10 : x; };
+    EXPECT_EQ(e.evalSlots(slots), e.eval(env)) << "i = " << x;
+    ASSERT_TRUE(e.evalSlots(slots));
+  }
+  slots[Expr::slotOf("i!0")] = Expr::kUnset;
+  EXPECT_FALSE(e.evalSlots(slots)) << "an unset variable has no value";
+  EXPECT_EQ(e.evalSlots(slots, nullptr, /*unknownAsZero=*/true), 0) << "i read as 0: 0 < 5, so 0 * 2";
+  EXPECT_FALSE(Expr::intVar("never_set_anywhere").evalSlots(slots)) << "a slot past the end is unset";
+}
