@@ -55,9 +55,12 @@ constexpr uint64_t kProbePoolMax = 10'000'000;
 // exactly (the LM end's picked logits: the logits, the final norm, the last
 // residual add, the last layer's output projection).
 constexpr unsigned kShallowLevels = 4;
-// Its term steps: the loss's reduction over every token's logits at the
-// smallest sizes takes about 350,000 at tiny widths.
-constexpr uint64_t kShallowSteps = 2'000'000;
+// Its term steps, for all of a tensor's candidates: the loss's reduction over
+// every token's logits at the smallest sizes takes about 350,000 at tiny
+// widths; one picked logit of the 405B-shaped LM at the bench's widths (its
+// log-sum-exp reads 1024 logits of 256 products each) about 2.4 M, and
+// rejecting its two candidates at 2 M left them to 8 s of unfolding.
+constexpr uint64_t kShallowSteps = 3'000'000;
 
 // The classes `terms` read, and the classes their definitions read, down to
 // `levels` definitions below: what a shallow probe evaluates exactly.
@@ -130,9 +133,16 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
       return sides[hit->first->extra].front();
   }
   MemoRecording rec(core, std::move(key));
+  // One shallow probe for every candidate: they read the same rank classes
+  // (replicated, each rank's tensor; partial, their sum), so the elements the
+  // first evaluated serve the next, and where the region is too large the
+  // tensor gives up once.
+  std::vector<Term> allSides;
+  for (auto &s : sides)
+    allSides.insert(allSides.end(), s.begin(), s.end());
+  std::unique_ptr<Replayer> shallow;
   for (size_t i = 0; i < sides.size(); ++i) {
     bool proven = !sides[i].empty();
-    std::unique_ptr<Replayer> shallow;
     for (const Term &b : sides[i]) {
       // Equal within a couple of unfoldings: proven without numbers, which
       // for a deep tensor evaluate every layer below it (2.5 s for the first
@@ -146,7 +156,7 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
       bool differs;
       {
         ClassTable::Unrecorded off(core.classes);
-        differs = differsOnNumbers(v.term, b, shape, shallow, sides[i]);
+        differs = differsOnNumbers(v.term, b, shape, shallow, allSides);
       }
       if (differs || claims.unfoldUntilEqual(v.term, b, *d0, kProposalSteps)) {
         proven = false;
@@ -258,10 +268,10 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
   // which the unfolding then proved). Different: rejected. The same: the
   // unfolding decides, as the numbers could only have rejected (a
   // difference below the cut costs that unfolding, not a wrong answer).
-  // One cut and one budget for every rank's side of the candidate: they share
-  // what the first evaluated, and where the cut region itself is large (the
-  // LM end's logits at the scaled widths) the candidate gives up once, not
-  // once per rank (8 x 2 M steps cost the one-layer TP8 step 7 s).
+  // One cut and one budget for every candidate and rank's side of the tensor:
+  // they share what the first evaluated, and where the cut region itself is
+  // too large the tensor gives up once, not once per rank (8 x 2 M steps cost
+  // the one-layer TP8 step 7 s) or per candidate.
   if (!shallow) {
     std::vector<Term> near = sides;
     near.push_back(a);
