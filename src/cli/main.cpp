@@ -220,19 +220,20 @@ int run(const CheckArgs &a, bool infer) {
   opts.memo = !a.noMemo;
   cli::Progress progress;
   opts.progress = [&](const char *phase, size_t done, size_t total) { progress.update(phase, done, total); };
-  auto result = relation::verify(*ref, ranks, *spec, opts);
-  progress.finish();
-  if (!result)
-    return reportError(result.takeError());
+  // The report's list of collectives, before the check takes the graphs over.
   report::Context ctx{a.spec, spec->reference, spec->rankPaths};
-  for (auto *group : {&spec->inputs, &spec->outputs, &spec->layers})
-    for (auto &[name, placement] : *group)
-      ctx.placementLocs.emplace_back(name, placement.loc);
-  ctx.ranksLoc = spec->ranksLoc;
   for (size_t r = 0; r < ranks.size(); ++r)
     for (const ir::Node &n : ranks[r].nodes)
       if (const ir::OpDef *d = ir::lookupOp(n.domain, n.opType); d && d->cls == ir::OpClass::Collective)
         ctx.collectives.push_back({static_cast<int>(r), n.name, n.opType, n.modulePath()});
+  auto result = relation::verify(std::move(*ref), std::move(ranks), *spec, opts);
+  progress.finish();
+  if (!result)
+    return reportError(result.takeError());
+  for (auto *group : {&spec->inputs, &spec->outputs, &spec->layers})
+    for (auto &[name, placement] : *group)
+      ctx.placementLocs.emplace_back(name, placement.loc);
+  ctx.ranksLoc = spec->ranksLoc;
   auto tReport = std::chrono::steady_clock::now();
   if (!a.quiet) {
     report::TextOptions t;

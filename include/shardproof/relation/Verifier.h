@@ -178,5 +178,10 @@ struct Options {
 /// the Result.
 llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph> &ranks,
                               const spec::Spec &spec, const Options &opts = {});
+/// The same, taking the graphs over: where the spec's constraints make sizes
+/// multiples (`seq % 8 == 0`), the graphs' input shapes are rewritten in place
+/// instead of in a copy of every graph.
+llvm::Expected<Result> verify(ir::Graph &&ref, std::vector<ir::Graph> &&ranks, const spec::Spec &spec,
+                              const Options &opts = {});
 
 } // namespace shardproof::relation
