@@ -35,11 +35,9 @@ Ids and labels are sequence-first [s, b] on both sides (as in
 tests/models/megatron/gpt2_lm.py). The reference runs its Hugging Face-style
 decoder layers batch-first (the embeddings transposed to [b, s, h] and back
 before the final norm); the ranks run sequence-first [s, b, h] throughout, as
-Megatron does. Status (docs/performance.md, "Training step"): at world 2
-the step is VERIFIED with 1, 2, 4 and 8 layers (2.3 s CPU with one layer at
-the scaled widths); with one layer also at world 4 (6 s) and 8 (24 s
-CPU); at world 8 a layer costs about 1 s (tiny widths: 4 layers VERIFIED
-in 21 s, 8 in 26 s, 16 in 34 s), still far from the 126-layer target. Without sequence
+Megatron does. Status and figures: docs/performance.md, "Training step"
+(one layer at TP8 + SP, the scaled widths: 11 to 12 s CPU; the forward alone,
+exported without --train, 126 layers: 12 s CPU). Without sequence
 parallelism (TRAIN_LLAMA_SP=0) one layer is VERIFIED at world 2, all 12
 gradients, in 1.7 s CPU.
 Other layouts measured at world 2 with tiny widths did worse: batch-first
