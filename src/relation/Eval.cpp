@@ -26,7 +26,7 @@ namespace {
 struct Evaluator {
   Evaluator(const ClassTable &classes, const std::map<std::string, int64_t> &sizes) : classes(classes) {
     for (auto &[n, v] : sizes)
-      set(Expr::slotOf(n), v);
+      bind(Expr::slotOf(n), v);
   }
   // `apps` points back at this evaluator: never copied or moved.
   Evaluator(const Evaluator &) = delete;
@@ -38,7 +38,7 @@ struct Evaluator {
   // comparison per variable read.
   Expr::Slots env;
   Expr::AppEnv apps = [this](const std::string &f, const std::vector<int64_t> &a) { return app(f, a); };
-  // Each class's shape at these sizes (its reads are bounds-checked each time).
+  // Each class's shape at these sizes, once evaluated (its reads are bounds-checked each time).
   std::vector<std::optional<llvm::SmallVector<int64_t, 4>>> dimsOf;
   struct ElementHash {
     size_t operator()(const Replayer::Element &e) const {
@@ -143,11 +143,6 @@ struct Evaluator {
       v.push_back(Expr::slotOf(std::string(1, kind) + "!" + std::to_string(v.size())));
     return v[n];
   }
-  void set(uint32_t slot, int64_t v) {
-    if (slot >= env.size())
-      env.resize(slot + 1, Expr::kUnset);
-    env[slot] = v;
-  }
   // Sets `slot`, returning what it held before (kUnset: nothing).
   int64_t bind(uint32_t slot, int64_t v) {
     if (slot >= env.size())
@@ -199,8 +194,8 @@ struct Evaluator {
     return v.value_or(0) != 0;
   }
 
-  // Class `c`'s dims at these sizes; nullopt where one does not evaluate.
-  const std::optional<llvm::SmallVector<int64_t, 4>> &dims(ClassId c) {
+  // Class `c`'s dims at these sizes; INT64_MIN where one does not evaluate.
+  const llvm::SmallVector<int64_t, 4> &dims(ClassId c) {
     if (c >= dimsOf.size())
       dimsOf.resize(c + 1);
     auto &d = dimsOf[c];
@@ -212,7 +207,7 @@ struct Evaluator {
       }
       d = std::move(out);
     }
-    return d;
+    return *d;
   }
 
   static double leaf(const std::string &label, const std::vector<int64_t> &idx) {
@@ -227,7 +222,7 @@ struct Evaluator {
 
   double read(ClassId c, const std::vector<int64_t> &idx) {
     const ClassInfo &ci = classes[c];
-    const auto &shape = *dims(c);
+    const auto &shape = dims(c);
     for (size_t d = 0; d < idx.size(); ++d) {
       int64_t dim = d < shape.size() ? shape[d] : INT64_MIN;
       if (dim == INT64_MIN)
@@ -405,7 +400,7 @@ Replayer::~Replayer() = default;
 
 double Replayer::at(const Term &t, const std::vector<int64_t> &idx) {
   for (size_t d = 0; d < idx.size(); ++d)
-    impl_->e.set(Evaluator::varSlot('i', d), idx[d]);
+    impl_->e.bind(Evaluator::varSlot('i', d), idx[d]);
   // Stack depth is measured from here (the stack grows down on our targets).
   impl_->e.stackTop = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   return impl_->e.eval(t);

@@ -137,30 +137,40 @@ llvm::Expected<Result> checkPrepared(const ir::Graph &ref, const std::vector<ir:
   return result;
 }
 
-} // namespace
-
-llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, const spec::Spec &spec,
-                              const Options &opts) {
-  if (SizeMultiples::fromSpec(spec).empty())
-    return checkPrepared(ref, ranks, spec, opts, Clock::now());
-  return verify(ir::Graph(ref), std::vector<ir::Graph>(ranks), spec, opts);
-}
-
-llvm::Expected<Result> verify(ir::Graph &&ref, std::vector<ir::Graph> &&ranks, const spec::Spec &spec,
-                              const Options &opts) {
-  auto t0 = Clock::now();
-  // Sizes the constraints make multiples, written as multiples in the graphs'
-  // input shapes (in place: a copy of a 126-layer step's graphs cost 1 s) and a
-  // copy of the spec.
-  SizeMultiples multiples = SizeMultiples::fromSpec(spec);
-  if (multiples.empty())
-    return checkPrepared(ref, ranks, spec, opts, t0);
+// Sizes the constraints make multiples, written as multiples in the graphs'
+// input shapes (in place: a copy of a 126-layer step's graphs cost 1 s) and in
+// a copy of the spec.
+llvm::Expected<Result> checkWithMultiples(ir::Graph &ref, std::vector<ir::Graph> &ranks, const spec::Spec &spec,
+                                          const SizeMultiples &multiples, const Options &opts,
+                                          Clock::time_point t0) {
   multiples.apply(ref);
   for (ir::Graph &g : ranks)
     multiples.apply(g);
   spec::Spec specM = spec;
   multiples.apply(specM);
   return checkPrepared(ref, ranks, specM, opts, t0);
+}
+
+} // namespace
+
+llvm::Expected<Result> verify(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, const spec::Spec &spec,
+                              const Options &opts) {
+  auto t0 = Clock::now();
+  SizeMultiples multiples = SizeMultiples::fromSpec(spec);
+  if (multiples.empty())
+    return checkPrepared(ref, ranks, spec, opts, t0);
+  ir::Graph refM = ref;
+  std::vector<ir::Graph> ranksM = ranks;
+  return checkWithMultiples(refM, ranksM, spec, multiples, opts, t0);
+}
+
+llvm::Expected<Result> verify(ir::Graph &&ref, std::vector<ir::Graph> &&ranks, const spec::Spec &spec,
+                              const Options &opts) {
+  auto t0 = Clock::now();
+  SizeMultiples multiples = SizeMultiples::fromSpec(spec);
+  if (multiples.empty())
+    return checkPrepared(ref, ranks, spec, opts, t0);
+  return checkWithMultiples(ref, ranks, spec, multiples, opts, t0);
 }
 
 } // namespace shardproof::relation

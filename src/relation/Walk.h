@@ -71,8 +71,8 @@ private:
   std::vector<spec::Placement> sameNamePlacements(int id);
   /// Whether `a` and `b` (element terms of a tensor of `shape`) differ on
   /// numbers at the smallest admissible sizes, at a few elements. `shallow`:
-  /// the shallow probe's replayer, shared by a candidate's rank `sides` (made
-  /// on first use, cut below what they and `a` read; Propose.cpp).
+  /// the shallow probe's replayer, shared by every candidate's rank `sides`
+  /// (made on first use, cut below what they and `a` read; Propose.cpp).
   bool differsOnNumbers(const Term &a, const Term &b, const ir::Shape &shape, std::unique_ptr<Replayer> &shallow,
                         const std::vector<Term> &sides);
   std::optional<int> unreducedInput(const ir::Node &n) const;
