@@ -143,6 +143,19 @@ class Intercepted(unittest.TestCase):
         self.assertIn((3, 4, True), seen)
         self.assertIn((0, 4, True), seen)
 
+    def test_ranks_exported_in_worker_processes_are_the_same_files(self):
+        def body(y):
+            parts = [torch.empty_like(y) for _ in range(dist.get_world_size())]
+            dist.all_gather(parts, y)
+            return torch.cat(parts, dim=-1)
+        with intercepted():
+            one = export(case(body), 4, self.out + "1")
+            two = export(case(body), 4, self.out + "2", workers=3)
+        self.assertEqual(one.collectives, two.collectives)
+        for a, b in zip([one.reference] + one.ranks, [two.reference] + two.ranks):
+            with open(a, "rb") as fa, open(b, "rb") as fb:
+                self.assertEqual(fa.read(), fb.read(), f"{os.path.basename(a)} differs with workers=3")
+
     def test_the_api_is_restored_afterwards(self):
         real = dist.all_reduce
         self.export(lambda y: y)
@@ -158,10 +171,10 @@ class Errors(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def fails(self, c, *fragments, world=2):
+    def fails(self, c, *fragments, world=2, workers=1):
         with intercepted():
             with self.assertRaises(CaptureError) as e:
-                export(c, world, self.out)
+                export(c, world, self.out, workers=workers)
         for f in fragments:
             self.assertIn(f, str(e.exception))
         self.assertFalse(os.path.exists(self.out), "nothing is written when the export fails")
@@ -222,6 +235,14 @@ class Errors(unittest.TestCase):
         c = case(lambda y: y)
         c.implementation = broken
         self.fails(c, "building the implementation on rank 0 failed", "hidden size 7", THIS_FILE)
+
+    def test_a_rank_that_fails_in_a_worker_process_is_named(self):
+        def body(y):
+            if dist.get_rank() == 2:
+                raise ValueError("rank 2 has no shard")
+            return y
+        self.fails(case(body), "running the implementation on rank 2 failed", "rank 2 has no shard", THIS_FILE,
+                   world=4, workers=2)
 
     def test_a_module_whose_forward_fails(self):
         c = case(lambda y: y @ torch.ones(3, 3))
@@ -309,6 +330,10 @@ class Cli(unittest.TestCase):
             r = self.run_cli("export", "missing.py:make", "--world-size", "2", "--out", out)
             self.assertEqual(r.returncode, 1)
             self.assertIn("missing.py: no such file", r.stderr)
+            r = self.run_cli("export", f"{user}:make", "--world-size", "2", "--out", out, "--jobs", "0")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--jobs", r.stderr)
+            self.assertIn("at least 1, got '0'", r.stderr)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,12 @@ def _dynamic(text):
     return name.strip(), out
 
 
+def _positive(text):
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got '{text}'")
+    return int(text)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m shardproof.torch",
                                      description="Capture a torch.distributed program's ranks for shardproof.")
@@ -59,6 +65,9 @@ def main(argv=None):
     exp.add_argument("--train", action="store_true",
                      help="export the training step: forward must return the scalar loss; the graphs output the "
                           "loss and grad:<name> for every parameter")
+    exp.add_argument("--jobs", "-j", type=_positive, default=1, metavar="N",
+                     help="export the ranks in N processes once the reference is exported (default 1; each "
+                          "process holds one rank's graphs, so memory grows with N)")
     exp.add_argument("--quiet", "-q", action="store_true")
     args = parser.parse_args(argv)
 
@@ -72,7 +81,8 @@ def main(argv=None):
                 if case.rank_dynamic is not None:
                     case.rank_dynamic.setdefault(name, {}).update(axes)
             log = None if args.quiet else (lambda m: print(m, file=sys.stderr))
-            result = exporter.export(case, args.world_size, args.out, log=log, train=args.train)
+            result = exporter.export(case, args.world_size, args.out, log=log, train=args.train,
+                                     workers=args.jobs)
     except CaptureError as e:
         print(f"shardproof.torch: error: {e}", file=sys.stderr)
         return 1

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import gc
 import io
+import multiprocessing
 import os
 import re
 import shutil
@@ -242,12 +243,14 @@ def _signature(calls):
     return [(kind, tuple(sorted(attrs.items()))) for kind, attrs, _ in calls]
 
 
-def export(case: Case, world_size: int, out: str, log=None, train=False) -> Exported:
+def export(case: Case, world_size: int, out: str, log=None, train=False, workers: int = 1) -> Exported:
     """Exports DIR/reference.onnx and DIR/rank{r}.onnx for r < world_size.
     With train=True each graph is the training step: its outputs are the loss
     (what forward returns) and `grad:<name>` for every parameter.
     Raises CaptureError on any problem; nothing is written unless every graph
-    exported and passed the checks."""
+    exported and passed the checks. workers > 1 exports the ranks in that many
+    forked processes once the reference is exported (each holds one rank's
+    graphs: memory grows with the workers)."""
     if world_size < 1:
         raise CaptureError(f"--world-size must be at least 1, got {world_size}")
     sizes = case.sizes(world_size) if callable(case.sizes) else case.sizes or default_sizes(case, world_size)
@@ -271,42 +274,96 @@ def export(case: Case, world_size: int, out: str, log=None, train=False) -> Expo
         # A training step holds the sizes autograd saved as integers: a third
         # export lets sizes.py write them back as shape arithmetic.
         points = sizes + [symbolic_sizes.third_sizes(sizes)] if train else sizes
-        for key, what, rank, world, factory, feed, dynamic in jobs:
-            exports, feeds = [], []
-            for k, s in enumerate(points):
-                with pg.simulated(rank, world) as rec:
-                    torch.manual_seed(0)
-                    module = _build(what, factory)
-                    outputs = models[("outputs",)] if ("outputs",) in models else None
-                    fed = feed(dict(s))
-                    feeds.append(fed)
-                    model, out_names = _export_one(what, module, fed, dynamic, outputs, case, train)
-                    del module
-                    # The traced step's autograd graph is held in reference
-                    # cycles: collected now, so the next export reuses its
-                    # memory (8 layers at the bench widths: a rank's exports
-                    # grew 670 -> 706 -> 739 MB without, 652 -> 654 -> 654
-                    # with).
-                    gc.collect()
-                    models.setdefault(("outputs",), out_names)
-                    _annotate(model, rec.calls)
-                    exports.append((model, rec.calls))
-            diff = first_difference(exports[0][0], exports[1][0], sizes)
-            if diff and train:
-                fixed = symbolic_sizes.symbolize([e[0] for e in exports], feeds, dynamic)
-                if fixed is not None:
-                    exports[0] = (fixed, exports[0][1])
-                    diff = None
-            if diff:
-                diff += "; " + size_coincidence_hint(exports[0][0], points)
-                raise CaptureError(f"the {what}'s graph depends on the example size: {diff}")
+
+        def done(key, what, rank, model, calls):
             if rank != 0 or key != "reference":
-                signatures[key] = exports[0][1]
-            models[key] = exports[0][0]
-            say(f"exported {what}: {len(exports[0][0].graph.node)} nodes, {len(exports[0][1])} collectives")
+                signatures[key] = calls
+            models[key] = model
+            say(f"exported {what}: {len(model.graph.node)} nodes, {len(calls)} collectives")
+
+        # The reference first: the ranks' outputs take its names.
+        ref, ranks = jobs[0], jobs[1:]
+        done(ref[0], ref[1], ref[2], *_export_job(ref, points, sizes, models, case, train))
+        if workers > 1 and len(ranks) > 1:
+            _export_forked(ranks, points, sizes, models, case, train, min(workers, len(ranks)), done)
+        else:
+            for job in ranks:
+                done(job[0], job[1], job[2], *_export_job(job, points, sizes, models, case, train))
         _check_same_collectives(signatures, world_size)
 
     return _write(models, world_size, out, signatures.get("rank0", []))
+
+
+def _export_job(job, points, sizes, models, case, train):
+    """Exports one graph at every example size; returns (model, its collective
+    calls) or raises CaptureError when the exports disagree."""
+    key, what, rank, world, factory, feed, dynamic = job
+    exports, feeds = [], []
+    for s in points:
+        with pg.simulated(rank, world) as rec:
+            torch.manual_seed(0)
+            module = _build(what, factory)
+            outputs = models[("outputs",)] if ("outputs",) in models else None
+            fed = feed(dict(s))
+            feeds.append(fed)
+            model, out_names = _export_one(what, module, fed, dynamic, outputs, case, train)
+            del module
+            # The traced step's autograd graph is held in reference
+            # cycles: collected now, so the next export reuses its
+            # memory (8 layers at the bench widths: a rank's exports
+            # grew 670 -> 706 -> 739 MB without, 652 -> 654 -> 654
+            # with).
+            gc.collect()
+            models.setdefault(("outputs",), out_names)
+            _annotate(model, rec.calls)
+            exports.append((model, rec.calls))
+    diff = first_difference(exports[0][0], exports[1][0], sizes)
+    if diff and train:
+        fixed = symbolic_sizes.symbolize([e[0] for e in exports], feeds, dynamic)
+        if fixed is not None:
+            exports[0] = (fixed, exports[0][1])
+            diff = None
+    if diff:
+        diff += "; " + size_coincidence_hint(exports[0][0], points)
+        raise CaptureError(f"the {what}'s graph depends on the example size: {diff}")
+    return exports[0]
+
+
+# What a forked worker needs; set in the parent just before the fork, so the
+# children inherit it instead of pickling the user's factories.
+_forked = None
+
+
+def _forked_job(index):
+    torch.set_num_threads(1)  # the workers share the machine's cores
+    ranks, points, sizes, models, case, train = _forked
+    job = ranks[index]
+    try:
+        model, calls = _export_job(job, points, sizes, models, case, train)
+    except CaptureError as e:
+        return index, None, str(e)
+    except Exception as e:  # an internal error: reported, not lost in the worker
+        return index, None, f"exporting the {job[1]} failed in a worker process: {type(e).__name__}: {e}"
+    return index, model.SerializeToString(), calls
+
+
+def _export_forked(ranks, points, sizes, models, case, train, workers, done):
+    """Exports the ranks in `workers` forked processes (they are independent
+    once the reference is exported); each result is handed to done() in the
+    parent. The first failure stops the rest."""
+    global _forked
+    ctx = multiprocessing.get_context("fork")
+    _forked = (ranks, points, sizes, models, case, train)
+    try:
+        with ctx.Pool(workers, maxtasksperchild=1) as pool:
+            for index, data, calls in pool.imap_unordered(_forked_job, range(len(ranks))):
+                if data is None:
+                    pool.terminate()
+                    raise CaptureError(calls)
+                job = ranks[index]
+                done(job[0], job[1], job[2], onnx.load_from_string(data), calls)
+    finally:
+        _forked = None
 
 
 def _check_same_collectives(signatures, world_size):
