@@ -244,6 +244,13 @@ static Expr factsFor(const Expr &formula, const std::vector<Expr> &facts, const 
   return conj(parts);
 }
 
+double Solver::totalSeconds() const {
+  double s = 0;
+  for (auto &[_, q] : stats_)
+    s += q.seconds;
+  return s;
+}
+
 unsigned Solver::totalQueries() const {
   unsigned n = 0;
   for (auto &[_, s] : stats_)

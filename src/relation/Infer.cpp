@@ -2,7 +2,10 @@
 // term is built from its inputs' relations, then covered by rank classes.
 #include "Walk.h"
 
+#include <llvm/ADT/ScopeExit.h>
+
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -168,7 +171,25 @@ void ReferenceWalk::stopAtDeadline(const Node &n) {
                                   n.name, n.opType, n.modulePath(), "", {}, std::nullopt});
 }
 
+// Keeps the slowest nodes seen so far, slowest first (a short sorted list:
+// one insertion per node that beats the last).
+static void noteNodeTime(std::vector<NodeTime> &slowest, const Node &n, double seconds, double solverSeconds) {
+  if (slowest.size() == Stats::kSlowestNodes && seconds <= slowest.back().seconds)
+    return;
+  auto at = std::find_if(slowest.begin(), slowest.end(), [&](const NodeTime &t) { return t.seconds < seconds; });
+  slowest.insert(at, NodeTime{n.name, n.opType, n.modulePath(), seconds, solverSeconds});
+  if (slowest.size() > Stats::kSlowestNodes)
+    slowest.pop_back();
+}
+
 llvm::Error ReferenceWalk::walkNode(const Node &n, const Checkpoints &checkpoints) {
+  auto start = std::chrono::steady_clock::now();
+  const double solverBefore = core.solver.totalSeconds();
+  auto timed = llvm::make_scope_exit([&] {
+    noteNodeTime(core.result.stats.slowestNodes, n,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                 core.solver.totalSeconds() - solverBefore);
+  });
   Stats &stats = core.result.stats;
   ++stats.refNodes;
   if (core.opts.progress && (stats.refNodes & 15) == 0)

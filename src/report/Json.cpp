@@ -68,6 +68,10 @@ std::string toJson(const Result &r, const Context &ctx) {
   json::Array queries;
   for (auto &q : st.queries)
     queries.push_back(json::Object{{"name", q.name}, {"count", q.count}, {"seconds", q.seconds}});
+  json::Array slowest;
+  for (auto &t : st.slowestNodes)
+    slowest.push_back(json::Object{{"node", t.node}, {"op", t.op}, {"module", t.module}, {"seconds", t.seconds},
+                                   {"solver_seconds", t.solverSeconds}});
   json::Object phases{{"load", st.loadSeconds},   {"build_world", st.worldSeconds},
                       {"inference", st.inferSeconds}, {"output_check", st.checkSeconds},
                       {"report", st.reportSeconds}};
@@ -80,7 +84,8 @@ std::string toJson(const Result &r, const Context &ctx) {
                      {"memo_hits", st.memoHits},           {"memo_stored", st.memoStored},
                      {"obligations", st.obligations},      {"distinct_obligations", st.distinctObligations},
                      {"seconds", st.seconds},              {"phase_seconds", std::move(phases)},
-                     {"peak_rss_kib", static_cast<int64_t>(st.peakRssKiB)}, {"solver_queries_by_kind", std::move(queries)}};
+                     {"peak_rss_kib", static_cast<int64_t>(st.peakRssKiB)}, {"solver_queries_by_kind", std::move(queries)},
+                     {"slowest_reference_nodes", std::move(slowest)}};
   json::Object top{{"spec", ctx.specPath}, {"reference", ctx.reference}, {"ranks", std::move(ranks)},
                    {"verdict", toString(r.verdict)}, {"reason", r.reason}, {"relations", std::move(rows)},
                    {"outputs", std::move(outs)}, {"failures", std::move(fails)}, {"notes", std::move(notes)},

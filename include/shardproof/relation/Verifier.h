@@ -116,6 +116,14 @@ struct QueryKindStats {
   double seconds = 0;
 };
 
+/// A reference node's share of relation inference (its element map, cover,
+/// proposals and checkpoint): where a slow check spends its time.
+struct NodeTime {
+  std::string node, op, module;
+  double seconds = 0;
+  double solverSeconds = 0; // of which in the solver
+};
+
 struct Stats {
   unsigned refNodes = 0, rankNodes = 0, classes = 0, relations = 0, matches = 0;
   unsigned solverQueries = 0, cacheHits = 0;
@@ -133,6 +141,8 @@ struct Stats {
   double loadSeconds = 0, worldSeconds = 0, inferSeconds = 0, checkSeconds = 0, reportSeconds = 0;
   double solverSeconds = 0;           // inside the solver, all phases
   std::vector<QueryKindStats> queries; // by solver time, largest first
+  std::vector<NodeTime> slowestNodes;  // the kSlowestNodes slowest reference nodes, slowest first
+  static constexpr size_t kSlowestNodes = 10;
   long peakRssKiB = 0;                // getrusage ru_maxrss; 0 if unknown
 };
 

@@ -114,6 +114,8 @@ public:
   const std::map<std::string, QueryStats> &stats() const { return stats_; }
   /// Queries that reached Z3 (not folded, not cached).
   unsigned totalQueries() const;
+  /// Seconds spent in Z3 so far, all queries.
+  double totalSeconds() const;
   unsigned cacheHits() const { return cacheHits_; }
   /// Queries answered Sat by the model of an earlier one (not in totalQueries).
   unsigned witnessed() const { return witnessed_; }

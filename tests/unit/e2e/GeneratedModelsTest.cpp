@@ -150,7 +150,8 @@ TEST_F(Generated, StatsSummaryAndJson) {
   auto r = runShardproof("check -q --stats --json " + json + " " + spec);
   EXPECT_EQ(r.exitCode, 0) << r.out;
   for (const char *s : {"stats:", "nodes:", "classes:", "relations:", "solver:", "cache hits", "load ",
-                        "build world ", "relation inference ", "output check ", "report ", "peak RSS:"})
+                        "build world ", "relation inference ", "output check ", "report ", "peak RSS:",
+                        "slow node "})
     EXPECT_NE(r.out.find(s), std::string::npos) << "missing '" << s << "' in\n" << r.out;
   // The summary comes after the verdict line.
   EXPECT_LT(r.out.find("VERIFIED"), r.out.find("stats:")) << r.out;
@@ -158,6 +159,19 @@ TEST_F(Generated, StatsSummaryAndJson) {
   std::stringstream text;
   text << in.rdbuf();
   for (const char *s : {"\"phase_seconds\"", "\"build_world\"", "\"inference\"", "\"peak_rss_kib\"",
-                        "\"relations\"", "\"solver_queries_by_kind\""})
+                        "\"relations\"", "\"solver_queries_by_kind\"", "\"slowest_reference_nodes\""})
     EXPECT_NE(text.str().find(s), std::string::npos) << "missing " << s << " in\n" << text.str();
+  // Where a slow check spends its time: at most ten reference nodes, each
+  // named with its op, slowest first.
+  size_t lines = 0;
+  double last = 1e9;
+  for (size_t at = r.out.find("  slow node "); at != std::string::npos; at = r.out.find("  slow node ", at + 1)) {
+    double seconds = std::stod(r.out.substr(at + 12, 11));
+    EXPECT_LE(seconds, last) << r.out;
+    last = seconds;
+    EXPECT_NE(r.out.find(" (", at), std::string::npos) << r.out;
+    ++lines;
+  }
+  EXPECT_GE(lines, 1u) << r.out;
+  EXPECT_LE(lines, 10u) << r.out;
 }
