@@ -249,8 +249,8 @@ def export(case: Case, world_size: int, out: str, log=None, train=False, workers
     (what forward returns) and `grad:<name>` for every parameter.
     Raises CaptureError on any problem; nothing is written unless every graph
     exported and passed the checks. workers > 1 exports the ranks in that many
-    forked processes once the reference is exported (each holds one rank's
-    graphs: memory grows with the workers)."""
+    forked processes once the reference is exported in one of its own (each
+    holds one graph's exports: memory grows with the workers)."""
     if world_size < 1:
         raise CaptureError(f"--world-size must be at least 1, got {world_size}")
     sizes = case.sizes(world_size) if callable(case.sizes) else case.sizes or default_sizes(case, world_size)
@@ -281,13 +281,16 @@ def export(case: Case, world_size: int, out: str, log=None, train=False, workers
             models[key] = model
             say(f"exported {what}: {len(model.graph.node)} nodes, {len(calls)} collectives")
 
-        # The reference first: the ranks' outputs take its names.
-        ref, ranks = jobs[0], jobs[1:]
-        done(ref[0], ref[1], ref[2], *_export_job(ref, points, sizes, models, case, train))
+        # The reference first: the ranks' outputs take its names. With
+        # workers it too runs in a forked process, so that the parent, which
+        # every later worker is forked from, stays small (the 126-layer step's
+        # reference left 7 GB behind in the process that traced it).
+        ref, ranks = jobs[:1], jobs[1:]
         if workers > 1 and len(ranks) > 1:
+            _export_forked(ref, points, sizes, models, case, train, 1, done)
             _export_forked(ranks, points, sizes, models, case, train, min(workers, len(ranks)), done)
         else:
-            for job in ranks:
+            for job in ref + ranks:
                 done(job[0], job[1], job[2], *_export_job(job, points, sizes, models, case, train))
         _check_same_collectives(signatures, world_size)
 
@@ -336,31 +339,32 @@ _forked = None
 
 def _forked_job(index):
     torch.set_num_threads(1)  # the workers share the machine's cores
-    ranks, points, sizes, models, case, train = _forked
-    job = ranks[index]
+    jobs, points, sizes, models, case, train = _forked
+    job = jobs[index]
     try:
         model, calls = _export_job(job, points, sizes, models, case, train)
     except CaptureError as e:
-        return index, None, str(e)
+        return index, None, str(e), None
     except Exception as e:  # an internal error: reported, not lost in the worker
-        return index, None, f"exporting the {job[1]} failed in a worker process: {type(e).__name__}: {e}"
-    return index, model.SerializeToString(), calls
+        return index, None, f"exporting the {job[1]} failed in a worker process: {type(e).__name__}: {e}", None
+    return index, model.SerializeToString(), calls, models.get(("outputs",))
 
 
-def _export_forked(ranks, points, sizes, models, case, train, workers, done):
-    """Exports the ranks in `workers` forked processes (they are independent
+def _export_forked(jobs, points, sizes, models, case, train, workers, done):
+    """Exports `jobs` in `workers` forked processes (the ranks are independent
     once the reference is exported); each result is handed to done() in the
     parent. The first failure stops the rest."""
     global _forked
     ctx = multiprocessing.get_context("fork")
-    _forked = (ranks, points, sizes, models, case, train)
+    _forked = (jobs, points, sizes, models, case, train)
     try:
         with ctx.Pool(workers, maxtasksperchild=1) as pool:
-            for index, data, calls in pool.imap_unordered(_forked_job, range(len(ranks))):
+            for index, data, calls, outputs in pool.imap_unordered(_forked_job, range(len(jobs))):
                 if data is None:
                     pool.terminate()
                     raise CaptureError(calls)
-                job = ranks[index]
+                models.setdefault(("outputs",), outputs)
+                job = jobs[index]
                 done(job[0], job[1], job[2], onnx.load_from_string(data), calls)
     finally:
         _forked = None
