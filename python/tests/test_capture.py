@@ -4,6 +4,7 @@ torch.distributed call into, and every error a user can meet.
 Run: PYTHONPATH=python /usr/bin/python3 -m unittest discover -s python/tests
 """
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -243,6 +244,16 @@ class Errors(unittest.TestCase):
             return y
         self.fails(case(body), "running the implementation on rank 2 failed", "rank 2 has no shard", THIS_FILE,
                    world=4, workers=2)
+
+    def test_a_worker_process_that_dies_is_named_not_waited_for(self):
+        # A worker killed for lack of memory sends nothing: the export fails
+        # naming its rank instead of waiting for a result forever.
+        def body(y):
+            if dist.get_rank() == 1:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return y
+        self.fails(case(body), "the process exporting the implementation on rank 1 ended without a result",
+                   "exit code -9", "fewer --jobs", world=3, workers=2)
 
     def test_a_module_whose_forward_fails(self):
         c = case(lambda y: y @ torch.ones(3, 3))

@@ -8,6 +8,7 @@ import dataclasses
 import gc
 import io
 import multiprocessing
+import multiprocessing.connection
 import os
 import re
 import shutil
@@ -344,29 +345,58 @@ def _forked_job(index):
     try:
         model, calls = _export_job(job, points, sizes, models, case, train)
     except CaptureError as e:
-        return index, None, str(e), None
+        return None, str(e), None
     except Exception as e:  # an internal error: reported, not lost in the worker
-        return index, None, f"exporting the {job[1]} failed in a worker process: {type(e).__name__}: {e}", None
-    return index, model.SerializeToString(), calls, models.get(("outputs",))
+        return None, f"exporting the {job[1]} failed in a worker process: {type(e).__name__}: {e}", None
+    return model.SerializeToString(), calls, models.get(("outputs",))
+
+
+def _forked_main(index, conn):
+    conn.send(_forked_job(index))
+    conn.close()
 
 
 def _export_forked(jobs, points, sizes, models, case, train, workers, done):
-    """Exports `jobs` in `workers` forked processes (the ranks are independent
-    once the reference is exported); each result is handed to done() in the
-    parent. The first failure stops the rest."""
+    """Exports `jobs` in at most `workers` forked processes at a time, one
+    process a job (the ranks are independent once the reference is
+    exported); each result is handed to done() in the parent. The first
+    failure stops the rest, and so does a process that dies without a result
+    (killed for lack of memory): a pool would wait for it forever."""
     global _forked
     ctx = multiprocessing.get_context("fork")
     _forked = (jobs, points, sizes, models, case, train)
+    pending, running = list(range(len(jobs))), {}
     try:
-        with ctx.Pool(workers, maxtasksperchild=1) as pool:
-            for index, data, calls, outputs in pool.imap_unordered(_forked_job, range(len(jobs))):
+        while pending or running:
+            while pending and len(running) < workers:
+                index = pending.pop(0)
+                receive, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_forked_main, args=(index, send), daemon=True)
+                proc.start()
+                send.close()
+                running[receive] = (proc, index)
+            for conn in multiprocessing.connection.wait(list(running)):
+                proc, index = running.pop(conn)
+                try:
+                    data, calls, outputs = conn.recv()
+                except EOFError:
+                    data, calls, outputs = None, None, None
+                conn.close()
+                proc.join()
+                what = jobs[index][1]
+                if calls is None:
+                    killed = ": killed, perhaps for lack of memory; try fewer --jobs" if proc.exitcode == -9 else ""
+                    raise CaptureError(f"the process exporting the {what} ended without a result (exit code "
+                                       f"{proc.exitcode}{killed})")
                 if data is None:
-                    pool.terminate()
                     raise CaptureError(calls)
                 models.setdefault(("outputs",), outputs)
-                job = jobs[index]
-                done(job[0], job[1], job[2], onnx.load_from_string(data), calls)
+                done(jobs[index][0], what, jobs[index][2], onnx.load_from_string(data), calls)
     finally:
+        for conn, (proc, _) in running.items():
+            proc.kill()
+            proc.join()
+            conn.close()
         _forked = None
 
 
