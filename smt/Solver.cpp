@@ -9,6 +9,8 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -74,6 +76,25 @@ struct Solver::Impl {
     // one is not a machine integer or a boolean).
     std::unordered_map<std::string, int64_t> values;
     bool complete = true;
+    // Its integer functions as tables (a tensor's values, val:x): the points
+    // the model lists and the value everywhere else. Absent from `tables`: a
+    // function the model does not interpret (0 everywhere, as completed).
+    // In `opaque`: one whose table is not plain integers (Z3 evaluates it).
+    struct Table {
+      std::map<std::vector<int64_t>, int64_t> points;
+      int64_t otherwise = 0;
+    };
+    std::unordered_map<std::string, Table> tables;
+    std::set<std::string> opaque;
+    std::optional<int64_t> apply(const std::string &fn, const std::vector<int64_t> &args) const {
+      if (opaque.count(fn))
+        return std::nullopt;
+      auto t = tables.find(fn);
+      if (t == tables.end())
+        return 0;
+      auto at = t->second.points.find(args);
+      return at == t->second.points.end() ? t->second.otherwise : at->second;
+    }
   };
   std::vector<Witness> witnesses;
   static constexpr size_t kWitnesses = 16; // 8 to 32 measured alike at TP8; 64 evaluates too much
@@ -113,8 +134,43 @@ struct Solver::Impl {
       }
       w.values[Z3_get_symbol_string(c, Z3_get_decl_name(c, d))] = x;
     }
+    for (unsigned i = 0, n = Z3_model_get_num_funcs(c, m); w.complete && i < n; ++i)
+      readTable(c, m, Z3_model_get_func_decl(c, m, i), w);
     witnesses.insert(witnesses.begin(), std::move(w));
   }
+  // Function `d` of model `m` as a table of integers, or opaque if Z3 keeps
+  // it in another form (an else that is an expression, a boolean function).
+  static void readTable(Z3_context c, Z3_model m, Z3_func_decl d, Witness &w) {
+    std::string name = Z3_get_symbol_string(c, Z3_get_decl_name(c, d));
+    Z3_func_interp fi = Z3_model_get_func_interp(c, m, d);
+    if (!fi || Z3_get_sort_kind(c, Z3_get_range(c, d)) != Z3_INT_SORT) {
+      w.opaque.insert(name);
+      return;
+    }
+    Z3_func_interp_inc_ref(c, fi);
+    Witness::Table t;
+    bool plain = true;
+    int64_t x = 0;
+    for (unsigned e = 0, ne = Z3_func_interp_get_num_entries(c, fi); plain && e < ne; ++e) {
+      Z3_func_entry en = Z3_func_interp_get_entry(c, fi, e);
+      Z3_func_entry_inc_ref(c, en);
+      std::vector<int64_t> args;
+      for (unsigned a = 0, na = Z3_func_entry_get_num_args(c, en); plain && a < na; ++a)
+        plain = Z3_get_numeral_int64(c, Z3_func_entry_get_arg(c, en, a), &x) && (args.push_back(x), true);
+      plain = plain && Z3_get_numeral_int64(c, Z3_func_entry_get_value(c, en), &x);
+      if (plain)
+        t.points.emplace(std::move(args), x); // the first entry for a point is the one Z3 uses
+      Z3_func_entry_dec_ref(c, en);
+    }
+    Z3_ast els = Z3_func_interp_get_else(c, fi);
+    plain = plain && els && Z3_get_numeral_int64(c, els, &t.otherwise);
+    Z3_func_interp_dec_ref(c, fi);
+    if (plain)
+      w.tables.emplace(std::move(name), std::move(t));
+    else
+      w.opaque.insert(std::move(name));
+  }
+
   /// Does a kept model satisfy `formula` (a query and the instances of the
   /// set-aside facts at its points)? Evaluation is exact: a model completed
   /// for symbols it does not name (new index variables) is still a model of
@@ -131,10 +187,13 @@ struct Solver::Impl {
       if (w.complete && !program)
         program = detail::compile(formula);
       if (w.complete)
-        fast = detail::run(*program, [&](const std::string &n) {
-          auto it = w.values.find(n);
-          return std::optional<int64_t>(it == w.values.end() ? 0 : it->second);
-        });
+        fast = detail::run(
+            *program,
+            [&](const std::string &n) {
+              auto it = w.values.find(n);
+              return std::optional<int64_t>(it == w.values.end() ? 0 : it->second);
+            },
+            [&](const std::string &fn, const std::vector<int64_t> &args) { return w.apply(fn, args); });
       bool holds = fast && *fast != 0;
       if (!fast) {
         Z3_ast v = nullptr;

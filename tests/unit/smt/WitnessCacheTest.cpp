@@ -80,6 +80,18 @@ TEST_F(IdsInRange, AModelBuiltUnderTheRangeAnswersQueriesUnderIt) {
   EXPECT_EQ(s.witnessed(), 1u);
 }
 
+// A kept model is read without Z3, tensors included: the ids it fixed answer
+// a query true at them, and a query that needs other ids goes to Z3.
+TEST_F(IdsInRange, AKeptModelReadsTheIdsAtThePointsItFixed) {
+  Expr first = inside && i == k(0);
+  EXPECT_EQ(s.check("ids", first && read == k(7), false).result, Result::Sat);
+  EXPECT_EQ(s.check("ids", first && read >= k(7) && read < k(8), false).result, Result::Sat);
+  EXPECT_EQ(s.witnessed(), 1u);
+  EXPECT_EQ(s.check("ids", first && read == k(8), false).result, Result::Sat);
+  EXPECT_EQ(s.witnessed(), 1u);
+  EXPECT_EQ(s.check("ids", first && read == k(7) && read == k(8), false).result, Result::Unsat);
+}
+
 // The range joins a query as its instances at the points the query reads,
 // quantifier-free (a fifth of the time on the TP8 step): every point gets one.
 TEST_F(IdsInRange, EveryReadOfTheIdsIsKeptInTheRange) {
