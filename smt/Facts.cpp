@@ -79,6 +79,7 @@ void SizeFacts::learn(const Expr &fact) {
   if (!fact.isValid())
     return;
   applied_.clear(); // earlier results may not use this fact
+  rewritten_.clear();
   Z3_ast a = raw(fact);
   Z3_decl_kind k = kindOf(a);
   if (k == Z3_OP_AND) {
@@ -136,7 +137,8 @@ namespace {
 
 class Rewriter {
 public:
-  explicit Rewriter(const SizeFacts &f) : facts(f) {}
+  using Done = std::unordered_map<unsigned, std::pair<Expr, Expr>>;
+  Rewriter(const SizeFacts &f, Done &done) : facts(f), done(done) {}
 
   Expr run(const Expr &e) {
     Z3_ast a = raw(e);
@@ -296,7 +298,7 @@ private:
   }
 
   const SizeFacts &facts;
-  std::unordered_map<unsigned, std::pair<Expr, Expr>> done; // id -> (held key, result)
+  Done &done; // id -> (held key, result)
 };
 
 } // namespace
@@ -309,6 +311,8 @@ Expr SizeFacts::apply(const Expr &e) const {
     return it->second.second;
   if (applied_.size() >= kMaxApplied)
     applied_.clear();
+  if (rewritten_.size() >= 4 * kMaxApplied)
+    rewritten_.clear();
   Expr out = applyUncached(e);
   applied_.emplace(e.id(), std::make_pair(e, out));
   return out;
@@ -317,7 +321,7 @@ Expr SizeFacts::apply(const Expr &e) const {
 Expr SizeFacts::applyUncached(const Expr &e) const {
   Expr cur = e;
   for (int round = 0; round < 4; ++round) {
-    Rewriter rw(*this);
+    Rewriter rw(*this, rewritten_);
     Expr next = rw.run(cur);
     if (!next.isValid())
       return e;

@@ -50,6 +50,10 @@ private:
   // unique): a check applies the facts to the same goals again and again.
   // Forgotten when a fact is learned.
   mutable std::unordered_map<unsigned, std::pair<Expr, Expr>> applied_;
+  // One rewrite of each subterm, by AST id, shared by every apply: the
+  // queries of a path repeat its conditions, which are rewritten once.
+  // Forgotten with `applied_`.
+  mutable std::unordered_map<unsigned, std::pair<Expr, Expr>> rewritten_;
 };
 
 } // namespace shardproof::smt
