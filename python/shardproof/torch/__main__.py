@@ -8,9 +8,10 @@ build the reference module, how to build the implementation on one rank (it
 calls torch.distributed as it would in a real run: get_rank, get_world_size,
 all_reduce, all_gather, reduce_scatter, all_to_all_single), example inputs for
 given sizes, and which input axes are dynamic. Every rank is run in this one
-process under a simulated process group (no communication, no GPU) and
-exported with torch.onnx.export (opset 17), each at two example sizes: the two
-exports must be identical, or a size was baked into the graph.
+process under a simulated process group (no communication, no GPU; with
+--jobs N, in forked processes, N at a time) and exported with
+torch.onnx.export (opset 17), each at two example sizes: the two exports must
+be identical, or a size was baked into the graph.
 
 Writes DIR/reference.onnx and DIR/rank0.onnx .. rank{P-1}.onnx (all or none).
 Then:
@@ -66,8 +67,9 @@ def main(argv=None):
                      help="export the training step: forward must return the scalar loss; the graphs output the "
                           "loss and grad:<name> for every parameter")
     exp.add_argument("--jobs", "-j", type=_positive, default=1, metavar="N",
-                     help="export the ranks in N processes once the reference is exported (default 1; each "
-                          "process holds one rank's graphs, so memory grows with N)")
+                     help="export the reference, then the ranks, each in a forked process of its own, N at a "
+                          "time (default 1: all in this process; each process holds one graph's exports, so "
+                          "memory grows with N)")
     exp.add_argument("--quiet", "-q", action="store_true")
     args = parser.parse_args(argv)
 
