@@ -61,6 +61,31 @@ std::string Model::str() const {
   return s;
 }
 
+// The integer entries of a function's interpretation, and its value
+// elsewhere when that is an integer; false if some entry is not integers.
+static bool readFunction(Z3_context c, Z3_func_interp fi, Model::Function &f) {
+  Z3_func_interp_inc_ref(c, fi);
+  bool plain = true;
+  int64_t x;
+  for (unsigned e = 0, ne = Z3_func_interp_get_num_entries(c, fi); e < ne; ++e) {
+    Z3_func_entry en = Z3_func_interp_get_entry(c, fi, e);
+    Z3_func_entry_inc_ref(c, en);
+    std::vector<int64_t> args;
+    bool ok = true;
+    for (unsigned a = 0, na = Z3_func_entry_get_num_args(c, en); a < na; ++a)
+      ok = ok && Z3_get_numeral_int64(c, Z3_func_entry_get_arg(c, en, a), &x) && (args.push_back(x), true);
+    if (ok && Z3_get_numeral_int64(c, Z3_func_entry_get_value(c, en), &x))
+      f.points.push_back({std::move(args), x});
+    else
+      plain = false;
+    Z3_func_entry_dec_ref(c, en);
+  }
+  if (Z3_ast els = Z3_func_interp_get_else(c, fi); els && Z3_get_numeral_int64(c, els, &x))
+    f.otherwise = x;
+  Z3_func_interp_dec_ref(c, fi);
+  return plain;
+}
+
 struct Solver::Impl {
   detail::Watchdog watchdog;
   bool incremental = true;
@@ -143,32 +168,16 @@ struct Solver::Impl {
   static void readTable(Z3_context c, Z3_model m, Z3_func_decl d, Witness &w) {
     std::string name = Z3_get_symbol_string(c, Z3_get_decl_name(c, d));
     Z3_func_interp fi = Z3_model_get_func_interp(c, m, d);
-    if (!fi || Z3_get_sort_kind(c, Z3_get_range(c, d)) != Z3_INT_SORT) {
-      w.opaque.insert(name);
+    Model::Function f;
+    if (!fi || Z3_get_sort_kind(c, Z3_get_range(c, d)) != Z3_INT_SORT || !readFunction(c, fi, f) || !f.otherwise) {
+      w.opaque.insert(std::move(name));
       return;
     }
-    Z3_func_interp_inc_ref(c, fi);
     Witness::Table t;
-    bool plain = true;
-    int64_t x = 0;
-    for (unsigned e = 0, ne = Z3_func_interp_get_num_entries(c, fi); plain && e < ne; ++e) {
-      Z3_func_entry en = Z3_func_interp_get_entry(c, fi, e);
-      Z3_func_entry_inc_ref(c, en);
-      std::vector<int64_t> args;
-      for (unsigned a = 0, na = Z3_func_entry_get_num_args(c, en); plain && a < na; ++a)
-        plain = Z3_get_numeral_int64(c, Z3_func_entry_get_arg(c, en, a), &x) && (args.push_back(x), true);
-      plain = plain && Z3_get_numeral_int64(c, Z3_func_entry_get_value(c, en), &x);
-      if (plain)
-        t.points.emplace(std::move(args), x); // the first entry for a point is the one Z3 uses
-      Z3_func_entry_dec_ref(c, en);
-    }
-    Z3_ast els = Z3_func_interp_get_else(c, fi);
-    plain = plain && els && Z3_get_numeral_int64(c, els, &t.otherwise);
-    Z3_func_interp_dec_ref(c, fi);
-    if (plain)
-      w.tables.emplace(std::move(name), std::move(t));
-    else
-      w.opaque.insert(std::move(name));
+    t.otherwise = *f.otherwise;
+    for (auto &[args, value] : f.points)
+      t.points.emplace(std::move(args), value); // the first entry for a point is the one Z3 uses
+    w.tables.emplace(std::move(name), std::move(t));
   }
 
   /// Does a kept model satisfy `formula` (a query and the instances of the
@@ -340,23 +349,8 @@ static Model extractModel(Z3_context c, Z3_model m) {
     Z3_func_interp fi = Z3_model_get_func_interp(c, m, d);
     if (!fi)
       continue;
-    Z3_func_interp_inc_ref(c, fi);
     Model::Function f;
-    int64_t x;
-    for (unsigned e = 0, ne = Z3_func_interp_get_num_entries(c, fi); e < ne; ++e) {
-      Z3_func_entry en = Z3_func_interp_get_entry(c, fi, e);
-      Z3_func_entry_inc_ref(c, en);
-      std::vector<int64_t> args;
-      bool ok = true;
-      for (unsigned a = 0, na = Z3_func_entry_get_num_args(c, en); a < na; ++a)
-        ok = ok && Z3_get_numeral_int64(c, Z3_func_entry_get_arg(c, en, a), &x) && (args.push_back(x), true);
-      if (ok && Z3_get_numeral_int64(c, Z3_func_entry_get_value(c, en), &x))
-        f.points.push_back({args, x});
-      Z3_func_entry_dec_ref(c, en);
-    }
-    if (Z3_ast els = Z3_func_interp_get_else(c, fi); els && Z3_get_numeral_int64(c, els, &x))
-      f.otherwise = x;
-    Z3_func_interp_dec_ref(c, fi);
+    readFunction(c, fi, f);
     out.functions.push_back({name, std::move(f)});
   }
   return out;

@@ -84,7 +84,8 @@ std::string toJson(const Result &r, const Context &ctx) {
                      {"memo_hits", st.memoHits},           {"memo_stored", st.memoStored},
                      {"obligations", st.obligations},      {"distinct_obligations", st.distinctObligations},
                      {"seconds", st.seconds},              {"phase_seconds", std::move(phases)},
-                     {"peak_rss_kib", static_cast<int64_t>(st.peakRssKiB)}, {"solver_queries_by_kind", std::move(queries)},
+                     {"peak_rss_kib", static_cast<int64_t>(st.peakRssKiB)},
+                     {"solver_queries_by_kind", std::move(queries)},
                      {"slowest_reference_nodes", std::move(slowest)}};
   json::Object top{{"spec", ctx.specPath}, {"reference", ctx.reference}, {"ranks", std::move(ranks)},
                    {"verdict", toString(r.verdict)}, {"reason", r.reason}, {"relations", std::move(rows)},

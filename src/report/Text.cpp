@@ -162,8 +162,8 @@ void printStats(llvm::raw_ostream &os, const Stats &s) {
     os << llvm::format("  solver time %-28s %6u queries %8.3f s\n", (s.queries[i].name + ":").c_str(),
                        s.queries[i].count, s.queries[i].seconds);
   for (auto &t : s.slowestNodes)
-    os << llvm::format("  slow node   %8.3f s (solver %.3f s)  ", t.seconds, t.solverSeconds) << t.node << " (" << t.op << ")"
-       << (t.module.empty() ? "" : " in " + t.module) << "\n";
+    os << llvm::format("  slow node   %8.3f s (solver %.3f s)  ", t.seconds, t.solverSeconds) << t.node << " ("
+       << t.op << ")" << (t.module.empty() ? "" : " in " + t.module) << "\n";
 }
 
 } // namespace shardproof::report
