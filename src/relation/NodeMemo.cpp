@@ -263,7 +263,9 @@ std::optional<std::pair<const NodeMemo::Result *, Renaming>> NodeMemo::lookup(co
   auto it = entries_.find(key.hash());
   if (it == entries_.end())
     return std::nullopt;
-  for (const Entry &e : it->second) {
+  // Newest first: the same node one layer down, on the same rank, was stored last.
+  for (auto e_it = it->second.rbegin(); e_it != it->second.rend(); ++e_it) {
+    const Entry &e = *e_it;
     if (!e.key.sameForm(key))
       continue;
     Renaming sigma;
@@ -300,9 +302,14 @@ void NodeMemo::store(MemoKey key, std::vector<ClassId> consulted, Result result)
   }
   if (!out.usable() || out.namesClasses())
     return;
+  // A full bucket drops its oldest entry: a layer's node on each of P ranks
+  // fills P entries (ranks differ in consulted classes), and the first
+  // layer's never match the next (their input is the embedding, not a
+  // residual add). Dropping the newest instead kept only those, and every
+  // later layer missed.
   auto &bucket = entries_[key.hash()];
-  if (bucket.size() >= 8)
-    return; // a hash shared by many different forms: not worth the scan
+  if (bucket.size() >= kBucketEntries)
+    bucket.erase(bucket.begin());
   ++stored_;
   bucket.push_back({std::move(key), std::move(consulted), std::move(result)});
 }

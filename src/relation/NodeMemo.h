@@ -109,6 +109,8 @@ public:
   unsigned stored() const { return stored_; }
 
 private:
+  /// Entries per hash: room for two layers' of one node on 16 ranks.
+  static constexpr size_t kBucketEntries = 32;
   struct Entry {
     MemoKey key;
     std::vector<ClassId> consulted;

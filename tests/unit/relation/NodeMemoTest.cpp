@@ -242,3 +242,20 @@ TEST(NodeMemo, ASumWithAnOperandAtAnotherOffsetIsAMiss) {
   memo.store(std::move(k0), {}, {{at(p0.near)}, 0, ""});
   EXPECT_FALSE(memo.lookup(k1, t));
 }
+
+// Forty entries of the same form that never match again (a first layer on
+// each of many ranks, whose input is the embedding rather than a residual
+// add), then the layer the next one repeats. The full bucket used to refuse
+// the newest entry, so every later layer on 8 ranks missed; it now drops
+// the oldest.
+TEST(NodeMemo, AFullBucketMakesRoomForTheNewestLayer) {
+  ClassTable t;
+  NodeMemo memo;
+  for (int k = 3; k < 43; ++k)
+    storeLayer0(memo, t, addLayer(t, "first" + std::to_string(k), k));
+  Layer l0 = addLayer(t, "0"), l1 = addLayer(t, "1");
+  storeLayer0(memo, t, l0);
+  auto hit = memo.lookup(keyFor(l1), t);
+  ASSERT_TRUE(hit);
+  EXPECT_TRUE(sameTerm(hit->second.apply(hit->first->terms[0]), at(l1.out)));
+}
