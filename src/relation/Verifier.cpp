@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -90,12 +91,31 @@ llvm::Expected<Result> checkPrepared(const ir::Graph &ref, const std::vector<ir:
   if (static_cast<int>(ranks.size()) != spec.worldSize)
     return userError("spec says world_size " + std::to_string(spec.worldSize) + " but " +
                      std::to_string(ranks.size()) + " rank models were given");
-  // Declared before the core, so it runs after the core is gone, on every
+  // Declared before the state, so it runs after the state is gone, on every
   // return path: the next check in this process starts with empty caches.
   struct ReleaseCaches {
-    ~ReleaseCaches() { smt::releaseCaches(); }
+    bool skip = false;
+    ~ReleaseCaches() {
+      if (!skip)
+        smt::releaseCaches();
+    }
   } release;
-  CheckCore core(ref, ranks, spec, opts);
+  // The check's state, on the heap so a caller that exits next can take it
+  // instead of having it freed (Options::keepAtExit). Members are freed in
+  // reverse order: what reads the core goes before it.
+  struct State {
+    explicit State(const ir::Graph &ref, const std::vector<ir::Graph> &ranks, const spec::Spec &spec,
+                   const Options &opts)
+        : core(ref, ranks, spec, opts), nodes(core) {}
+    CheckCore core;
+    NodeEvaluator nodes;
+    std::vector<std::vector<ValueInfo>> rankValues;
+    std::vector<ValueInfo> refValues;
+    std::unique_ptr<Claims> claims;
+    std::vector<PendingObligation> obligations;
+  };
+  auto state = std::make_shared<State>(ref, ranks, spec, opts);
+  CheckCore &core = state->core;
   Stats &st = core.result.stats;
   checkOpsets(core);
   configureSolver(core, opts, t0);
@@ -104,10 +124,13 @@ llvm::Expected<Result> checkPrepared(const ir::Graph &ref, const std::vector<ir:
   auto bound = InputBinding(core).run();
   if (!bound)
     return bound.takeError();
-  std::vector<PendingObligation> obligations = std::move(bound->obligations);
-  std::vector<std::vector<ValueInfo>> rankValues = std::move(bound->rankValues);
-  std::vector<ValueInfo> refValues = std::move(bound->refValues);
-  NodeEvaluator nodes(core);
+  std::vector<PendingObligation> &obligations = state->obligations;
+  obligations = std::move(bound->obligations);
+  std::vector<std::vector<ValueInfo>> &rankValues = state->rankValues;
+  rankValues = std::move(bound->rankValues);
+  std::vector<ValueInfo> &refValues = state->refValues;
+  refValues = std::move(bound->refValues);
+  NodeEvaluator &nodes = state->nodes;
   auto world = RankWorld(core, nodes, rankValues).build();
   if (!world)
     return world.takeError();
@@ -116,7 +139,8 @@ llvm::Expected<Result> checkPrepared(const ir::Graph &ref, const std::vector<ir:
   auto t1 = Clock::now();
   // The spec's claims, checked at `layers:` checkpoints during the walk and on
   // the outputs after it.
-  Claims claims(core, refValues, rankValues);
+  state->claims = std::make_unique<Claims>(core, refValues, rankValues);
+  Claims &claims = *state->claims;
   auto walked = ReferenceWalk(core, nodes, claims, refValues, rankValues).run();
   if (!walked)
     return walked.takeError();
@@ -133,6 +157,10 @@ llvm::Expected<Result> checkPrepared(const ir::Graph &ref, const std::vector<ir:
     result.sample = sampleOutputs(core, refValues, claims.sides(unused));
   }
   solverStats(core.solver, result.stats);
+  if (opts.keepAtExit) {
+    opts.keepAtExit(std::move(state));
+    release.skip = true;
+  }
   result.stats.seconds = since(t0);
   return result;
 }

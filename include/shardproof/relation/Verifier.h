@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -179,6 +180,11 @@ struct Options {
   /// Called now and then during the check with the phase ("world", "infer",
   /// "check"), work done and total in that phase; may be empty.
   std::function<void(const char *phase, size_t done, size_t total)> progress;
+  /// For a process that ends right after the check (the CLI), as clang's
+  /// -disable-free: given, the check hands its state (at 126 layers a million
+  /// terms, 2 s to free piece by piece) to this instead of freeing it, and the
+  /// process exits without freeing it. Empty (a library caller): freed as usual.
+  std::function<void(std::shared_ptr<void>)> keepAtExit;
   unsigned samples = 0;     // check --sample: executions after VERIFIED
   uint64_t sampleSeed = 1;  // which sizes --sample draws
 };

@@ -87,6 +87,24 @@ TEST(Mlp, TensorParallelTwoRanksIsVerified) {
   EXPECT_EQ(r.verdict, Verdict::Verified) << r.reason;
 }
 
+// The CLI takes the check's state instead of having it freed (it exits next,
+// as clang does with -disable-free): handed over once, and the same verdict
+// as a check that frees it; a second check in the process is unaffected.
+TEST(Mlp, AStateKeptUntilExitLeavesTheResultAsItWas) {
+  std::vector<std::shared_ptr<void>> kept;
+  relation::Options opts;
+  opts.keepAtExit = [&](std::shared_ptr<void> p) { kept.push_back(std::move(p)); };
+  auto ref = reference(8);
+  std::vector<ir::Graph> ranks{rank(0, 4, Bug::None), rank(1, 4, Bug::None)};
+  auto r = relation::verify(ref, ranks, mlpSpec(2), opts);
+  ASSERT_TRUE(static_cast<bool>(r)) << shardproof::toString(r.takeError());
+  EXPECT_EQ(r->verdict, Verdict::Verified) << r->reason;
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_TRUE(kept[0]);
+  auto again = check(reference(8), {rank(0, 4, Bug::NoAllReduce), rank(1, 4, Bug::NoAllReduce)}, mlpSpec(2));
+  EXPECT_EQ(again.verdict, Verdict::Refuted) << again.reason;
+}
+
 TEST(Mlp, TensorParallelFourRanksIsVerified) {
   std::vector<ir::Graph> ranks;
   for (int i = 0; i < 4; ++i)
