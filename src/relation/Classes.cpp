@@ -1,6 +1,7 @@
 #include "Classes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 namespace shardproof::relation {
@@ -17,10 +18,116 @@ static void addPieces(std::unordered_map<size_t, std::vector<ClassTable::Piece>>
   index[t->skeleton].push_back({id, cond, t});
 }
 
+// --- Finiteness --------------------------------------------------------------
+// Inputs are reals; -inf enters through constants (a mask) and empty maxes.
+// A sum is real when its addends are (no +inf, so no inf - inf); a max is real
+// when one operand is; exp(-inf) is 0; log, division and opaque functions are
+// never known finite.
+namespace {
+
+using ir::Fn;
+using ir::TermKind;
+
+Finiteness join(Finiteness a, Finiteness b) {
+  if (a == Finiteness::Unknown || b == Finiteness::Unknown)
+    return Finiteness::Unknown;
+  return a == b ? a : Finiteness::FiniteOrNegInf;
+}
+
+Finiteness ofConstant(double v) {
+  if (std::isfinite(v))
+    return Finiteness::Finite;
+  return std::isinf(v) && v < 0 ? Finiteness::FiniteOrNegInf : Finiteness::Unknown;
+}
+
+struct FinitenessWalk {
+  const ClassTable &classes;
+  int budget = 4000; // term nodes visited; past it, Unknown
+
+  Finiteness of(const Term &t) {
+    if (--budget < 0)
+      return Finiteness::Unknown;
+    switch (t->kind) {
+    case TermKind::Const:
+      return ofConstant(t->value);
+    case TermKind::Read:
+      return classes[t->cls].finite;
+    case TermKind::Select:
+      return join(of(t->args[0]), of(t->args[1]));
+    case TermKind::Sum: {
+      Finiteness body = of(t->args[0]);
+      auto lo = t->lo.asInt(), hi = t->hi.asInt();
+      bool nonEmpty = lo && hi && *hi > *lo;
+      if (body == Finiteness::Unknown)
+        return body;
+      if (t->red == Fn::Add)
+        return body; // sums of reals and -infs (the empty sum is 0)
+      if (t->red == Fn::Max2)
+        return nonEmpty ? body : Finiteness::FiniteOrNegInf; // the empty max is -inf
+      if (t->red == Fn::Mul) // -inf * -inf = +inf, -inf * 0 = NaN; the empty product is 1
+        return body == Finiteness::Finite ? Finiteness::Finite : Finiteness::Unknown;
+      return nonEmpty ? body : Finiteness::Unknown; // the empty min is +inf
+    }
+    case TermKind::Apply:
+      break;
+    }
+    bool anyFinite = false, allFinite = true, noneUnknown = true;
+    for (auto &a : t->args) {
+      Finiteness f = of(a);
+      anyFinite |= f == Finiteness::Finite;
+      allFinite &= f == Finiteness::Finite;
+      noneUnknown &= f != Finiteness::Unknown;
+    }
+    switch (t->fn) {
+    case Fn::Add: // no +inf among reals and -infs: no NaN
+    case Fn::Min2:
+      return allFinite ? Finiteness::Finite : noneUnknown ? Finiteness::FiniteOrNegInf : Finiteness::Unknown;
+    case Fn::Max2:
+      return !noneUnknown ? Finiteness::Unknown : anyFinite ? Finiteness::Finite : Finiteness::FiniteOrNegInf;
+    case Fn::Exp: // exp(-inf) = 0
+      return noneUnknown ? Finiteness::Finite : Finiteness::Unknown;
+    case Fn::Mul:
+    case Fn::Erf:
+    case Fn::Tanh:
+    case Fn::Sigmoid:
+    case Fn::Relu:
+    case Fn::Abs:
+    case Fn::Cos:
+    case Fn::Sin:
+      return allFinite ? Finiteness::Finite : Finiteness::Unknown;
+    default: // log(0), 1/0, sqrt(-1), opaque functions: not known finite
+      return Finiteness::Unknown;
+    }
+  }
+};
+
+} // namespace
+
+Finiteness ClassTable::finiteness(const Term &t) const { return FinitenessWalk{*this}.of(t); }
+
+// A new class's finiteness, from what it is (classes are created after the
+// classes their definitions read, so those facts are already there).
+static Finiteness finitenessOf(const ClassTable &table, const ClassInfo &ci) {
+  switch (ci.kind) {
+  case ClassInfo::Leaf:
+    return ci.abstractedReference ? Finiteness::Unknown : Finiteness::Finite; // inputs are reals
+  case ClassInfo::Constant: {
+    Finiteness f = Finiteness::Finite;
+    for (double v : ci.data)
+      f = join(f, ofConstant(v));
+    return f;
+  }
+  case ClassInfo::Compute:
+    return ci.def ? table.finiteness(ci.def) : Finiteness::Unknown;
+  }
+  return Finiteness::Unknown;
+}
+
 ClassId ClassTable::add(ClassInfo info) {
   // A class made inside a recorded computation is known to it by construction,
   // not through a recorded access: its result cannot be replayed by renaming.
   poisonRecording();
+  info.finite = finitenessOf(*this, info);
   ClassId id = static_cast<ClassId>(classes_.size());
   if (info.kind == ClassInfo::Compute && info.def) {
     addPieces(bySkeleton_, id, info.def, smt::Expr::boolConst(true));

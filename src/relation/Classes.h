@@ -16,6 +16,10 @@ namespace shardproof::relation {
 using ir::ClassId;
 using ir::Term;
 
+/// What a tensor's elements can be, as far as definitions show: reals only,
+/// reals or -inf (a masked max), or unknown (+inf or NaN not ruled out).
+enum class Finiteness : uint8_t { Finite, FiniteOrNegInf, Unknown };
+
 // A new field that states a fact about the tensor (not a name) must also be
 // compared by sameFacts in NodeMemo.cpp, or a memoized result could be reused
 // for a class that differs in it.
@@ -42,6 +46,10 @@ struct ClassInfo {
   /// term (which grows exponentially with depth). Its elements are arbitrary,
   /// so whatever is proven over it holds; it is never evaluated numerically.
   bool abstractedReference = false;
+  /// Derived by ClassTable::add from the definition and the facts of the
+  /// classes it reads, so a question about a deep tensor never walks the
+  /// layers below it (and a layer's answer rests on its own classes only).
+  Finiteness finite = Finiteness::Unknown;
 };
 
 class ClassTable {
@@ -136,6 +144,9 @@ public:
   };
   /// Pieces of class definitions with this skeleton (candidates for matching).
   const std::vector<Piece> &withSkeleton(size_t skeleton) const;
+  /// Finiteness of a term's elements from its own nodes and the classes it
+  /// reads (each read is a recorded access of that class).
+  Finiteness finiteness(const Term &t) const;
   /// Constant classes are keyed by content so reference and ranks share them.
   ClassId constant(const std::string &label, const std::vector<int64_t> &dims, const std::vector<double> &data);
   std::string label(ClassId c) const { return classes_[c].label; }

@@ -124,109 +124,16 @@ std::optional<Term> Prover::tryMaskedSum(const Term &t, int level) {
 // where(mask, -inf, logits) - m: in the masked columns the term is -inf + (-m),
 // which is -inf exactly when -m is finite (a real), and not when m can be
 // -inf itself (-inf - (-inf) is NaN: a max over masked columns only). So the
-// fold asks every other addend to be finite, from the terms and the classes
-// they read: inputs are reals; a max is finite when one of its operands is
-// and none is +inf.
-namespace {
-
-enum class Fin { Finite, FiniteOrNegInf, Unknown };
-
-Fin join(Fin a, Fin b) { return a == Fin::Unknown || b == Fin::Unknown ? Fin::Unknown : a == b ? a : Fin::FiniteOrNegInf; }
-
-struct Finiteness {
-  const ClassTable &classes;
-  int budget = 4000; // nodes visited; past it, Unknown
-
-  Fin ofClass(ClassId c) {
-    const ClassInfo &ci = classes[c];
-    switch (ci.kind) {
-    case ClassInfo::Leaf:
-      return ci.abstractedReference ? Fin::Unknown : Fin::Finite; // inputs are reals
-    case ClassInfo::Constant: {
-      Fin f = Fin::Finite;
-      for (double v : ci.data)
-        f = join(f, constant(v));
-      return f;
-    }
-    case ClassInfo::Compute:
-      return ci.def ? of(ci.def) : Fin::Unknown;
-    }
-    return Fin::Unknown;
-  }
-
-  static Fin constant(double v) {
-    return std::isfinite(v) ? Fin::Finite : std::isinf(v) && v < 0 ? Fin::FiniteOrNegInf : Fin::Unknown;
-  }
-
-  Fin of(const Term &t) {
-    if (--budget < 0)
-      return Fin::Unknown;
-    switch (t->kind) {
-    case TermKind::Const:
-      return constant(t->value);
-    case TermKind::Read:
-      return ofClass(t->cls);
-    case TermKind::Select:
-      return join(of(t->args[0]), of(t->args[1]));
-    case TermKind::Sum: {
-      Fin body = of(t->args[0]);
-      auto lo = t->lo.asInt(), hi = t->hi.asInt();
-      bool nonEmpty = lo && hi && *hi > *lo;
-      if (body == Fin::Unknown)
-        return body;
-      if (t->red == Fn::Add)
-        return body; // sums of reals and -infs (the empty sum is 0)
-      if (t->red == Fn::Max2)
-        return nonEmpty ? body : Fin::FiniteOrNegInf; // the empty max is -inf
-      if (t->red == Fn::Mul) // -inf * -inf = +inf, -inf * 0 = NaN; the empty product is 1
-        return body == Fin::Finite ? Fin::Finite : Fin::Unknown;
-      return nonEmpty ? body : Fin::Unknown;          // the empty min is +inf
-    }
-    case TermKind::Apply:
-      break;
-    }
-    std::vector<Fin> args;
-    bool anyFinite = false, allFinite = true, noneUnknown = true;
-    for (auto &a : t->args) {
-      Fin f = of(a);
-      anyFinite |= f == Fin::Finite;
-      allFinite &= f == Fin::Finite;
-      noneUnknown &= f != Fin::Unknown;
-    }
-    switch (t->fn) {
-    case Fn::Add: // no +inf among reals and -infs: no NaN
-    case Fn::Min2:
-      return allFinite ? Fin::Finite : noneUnknown ? Fin::FiniteOrNegInf : Fin::Unknown;
-    case Fn::Max2:
-      return !noneUnknown ? Fin::Unknown : anyFinite ? Fin::Finite : Fin::FiniteOrNegInf;
-    case Fn::Exp: // exp(-inf) = 0
-      return noneUnknown ? Fin::Finite : Fin::Unknown;
-    case Fn::Mul:
-    case Fn::Erf:
-    case Fn::Tanh:
-    case Fn::Sigmoid:
-    case Fn::Relu:
-    case Fn::Abs:
-    case Fn::Cos:
-    case Fn::Sin:
-      return allFinite ? Fin::Finite : Fin::Unknown;
-    default: // log(0), 1/0, sqrt(-1), opaque functions: not known finite
-      return Fin::Unknown;
-    }
-  }
-};
-
-} // namespace
-
+// fold asks every other addend to be finite, from the terms and the facts of
+// the classes they read (ClassInfo::finite).
 Term Prover::foldNegInfSum(const Term &t) const {
   if (t->kind != TermKind::Apply || t->fn != Fn::Add)
     return t;
   auto isNegInf = [](const Term &a) { return a->kind == TermKind::Const && std::isinf(a->value) && a->value < 0; };
   if (std::none_of(t->args.begin(), t->args.end(), isNegInf))
     return t;
-  Finiteness fin{classes_};
   for (auto &a : t->args)
-    if (!isNegInf(a) && fin.of(a) != Fin::Finite)
+    if (!isNegInf(a) && classes_.finiteness(a) != Finiteness::Finite)
       return t;
   return mkConst(-INFINITY);
 }

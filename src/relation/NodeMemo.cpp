@@ -177,7 +177,8 @@ Term Renaming::apply(const Term &t) const {
 // added there must be compared here.
 static bool sameFacts(const ClassInfo &a, const ClassInfo &b) {
   if (a.kind != b.kind || a.rank != b.rank || !a.shape.same(b.shape) || a.exactValue != b.exactValue ||
-      a.abstractedReference != b.abstractedReference || a.dataDims != b.dataDims || a.data != b.data ||
+      a.abstractedReference != b.abstractedReference || a.finite != b.finite || a.dataDims != b.dataDims ||
+      a.data != b.data ||
       a.valueRange.has_value() != b.valueRange.has_value() || (a.def == nullptr) != (b.def == nullptr))
     return false;
   if (a.valueRange && (!a.valueRange->first.same(b.valueRange->first) ||

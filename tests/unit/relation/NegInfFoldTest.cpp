@@ -80,4 +80,27 @@ TEST_F(NegInfFold, UnknownFunctionsAreNotFinite) {
   EXPECT_EQ(p.normalize(minusInfMinus(logits), 0)->kind, TermKind::Const);
 }
 
+// A mask added to attention scores 126 layers up: whether the scores are
+// finite is a fact of their class, derived when each layer's class was made.
+// The fold used to walk every layer's definition down to the embedding, so
+// the cost grew with depth and the layer's result, having consulted the
+// whole stack, was never reused for the next layer.
+TEST_F(NegInfFold, AMaskOverAClassManyLayersUpConsultsThatClassOnly) {
+  ClassId h = logits;
+  for (int layer = 0; layer < 200; ++layer)
+    h = computed("h" + std::to_string(layer),
+                 mkAdd({mkRead(h, indexVars("u", 1)), mkApply(Fn::Tanh, {mkRead(logits, indexVars("u", 1))})}));
+  EXPECT_EQ(t[h].finite, Finiteness::Finite);
+  ClassTable::Recording rec(t);
+  Term sum = p.normalize(minusInfMinus(h), 0);
+  ASSERT_EQ(sum->kind, TermKind::Const);
+  EXPECT_TRUE(std::isinf(sum->value) && sum->value < 0);
+  EXPECT_EQ(rec.consulted(), std::vector<ClassId>{h});
+  // A log anywhere below is inherited: not known finite, no fold.
+  ClassId l = computed("log", mkApply(Fn::Log, {mkRead(logits, indexVars("u", 1))}));
+  ClassId above = computed("above", mkAdd({mkRead(l, indexVars("u", 1)), mkRead(h, indexVars("u", 1))}));
+  EXPECT_EQ(t[above].finite, Finiteness::Unknown);
+  EXPECT_NE(p.normalize(minusInfMinus(above), 0)->kind, TermKind::Const);
+}
+
 } // namespace
