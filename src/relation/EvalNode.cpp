@@ -40,7 +40,7 @@ llvm::Error NodeEvaluator::eval(const Graph &g, const Node &n, std::vector<Value
   const bool isConstant = n.opType == "Constant" && n.domain.empty();
   std::optional<MemoKey> key;
   if (core.opts.memo && core.prover.pathDepth() == 0 && !isConstant) {
-    key = nodeKey(n, values, in);
+    key = nodeKey(n, values, in, core.classes);
     if (reuseFromLayerBelow(s, *key))
       return llvm::Error::success();
   }

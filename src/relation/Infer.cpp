@@ -338,7 +338,7 @@ Term ReferenceWalk::coverMemoized(const Term &t, const Shape &shape, unsigned &m
   const Options &opts = core.opts;
   std::optional<MemoKey> key;
   if (opts.memo && core.prover.pathDepth() == 1) {
-    key = coverKey(t, shape, opts.maxTermNodes);
+    key = coverKey(t, shape, opts.maxTermNodes, core.classes);
     if (auto hit = core.memo.lookup(*key, core.classes)) {
       matches += static_cast<unsigned>(hit->first->extra);
       return hit->second.apply(hit->first->terms[0]);

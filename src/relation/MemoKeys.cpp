@@ -57,8 +57,9 @@ static void attribute(MemoKey &k, const std::string &name, const Attribute &a) {
 // identity; a copy with equal contents is then a miss, never a wrong hit.
 static constexpr size_t kMaxKeyedElements = 256;
 
-MemoKey nodeKey(const Node &n, const std::vector<ValueInfo> &values, const OpInputs &in) {
-  MemoKey k;
+MemoKey nodeKey(const Node &n, const std::vector<ValueInfo> &values, const OpInputs &in,
+                const ClassTable &classes) {
+  MemoKey k(&classes);
   k.str(n.opType);
   k.str(n.domain);
   k.word(static_cast<uint64_t>(in.opset));
@@ -85,8 +86,8 @@ MemoKey nodeKey(const Node &n, const std::vector<ValueInfo> &values, const OpInp
   return k;
 }
 
-MemoKey coverKey(const Term &t, const Shape &shape, unsigned maxTermNodes) {
-  MemoKey k;
+MemoKey coverKey(const Term &t, const Shape &shape, unsigned maxTermNodes, const ClassTable &classes) {
+  MemoKey k(&classes);
   k.str("cover");
   k.word(maxTermNodes);
   k.shape(shape);
@@ -94,8 +95,9 @@ MemoKey coverKey(const Term &t, const Shape &shape, unsigned maxTermNodes) {
   return k;
 }
 
-MemoKey proposalKey(const Term &t, const Shape &shape, const std::vector<std::vector<Term>> &candidates) {
-  MemoKey k;
+MemoKey proposalKey(const Term &t, const Shape &shape, const std::vector<std::vector<Term>> &candidates,
+                    const ClassTable &classes) {
+  MemoKey k(&classes);
   k.str("propose");
   k.shape(shape);
   k.term(t);

@@ -9,11 +9,14 @@
 
 namespace shardproof::relation {
 
-MemoKey nodeKey(const ir::Node &n, const std::vector<ValueInfo> &values, const ir::OpInputs &in);
+// `classes`: the table the terms read (MemoKey's `facts`).
+MemoKey nodeKey(const ir::Node &n, const std::vector<ValueInfo> &values, const ir::OpInputs &in,
+                const ClassTable &classes);
 /// `maxTermNodes`: the cover's limit is part of what its result depends on.
-MemoKey coverKey(const Term &t, const ir::Shape &shape, unsigned maxTermNodes);
+MemoKey coverKey(const Term &t, const ir::Shape &shape, unsigned maxTermNodes, const ClassTable &classes);
 /// A same-name proposal: the reference term and, per candidate placement, the
 /// ranks' terms it must equal (empty: the candidate has no sides).
-MemoKey proposalKey(const Term &t, const ir::Shape &shape, const std::vector<std::vector<Term>> &candidates);
+MemoKey proposalKey(const Term &t, const ir::Shape &shape, const std::vector<std::vector<Term>> &candidates,
+                    const ClassTable &classes);
 
 } // namespace shardproof::relation

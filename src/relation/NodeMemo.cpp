@@ -99,7 +99,8 @@ void MemoKey::walk(const Term &t) {
   }
   // Operands of a commutative op are sorted by class ids (mkAdd), which differ
   // from layer to layer; walked by their form instead, two layers' sums of the
-  // same pieces get one key. Operands of equal form keep their order.
+  // same pieces get one key. Operands of equal form keep their order (forms
+  // include the classes' ranks when the key has the table).
   llvm::SmallVector<std::pair<size_t, unsigned>, 8> order;
   for (unsigned i = 0; i < t->args.size(); ++i)
     order.push_back({formHash(t->args[i]), i});
@@ -123,6 +124,10 @@ size_t MemoKey::formHash(const Term &t) {
   case TermKind::Read:
     for (auto &e : t->idx)
       h = mix(h, e.id());
+    // Only orders operands: any order gives a sound key (a hit still needs
+    // equal words, and a commutative op's operands may come in any order).
+    if (facts_)
+      h = mix(h, static_cast<size_t>(facts_->peek(t->cls).rank + 2));
     break;
   case TermKind::Apply:
     h = mix(mix(h, static_cast<size_t>(t->fn)), std::hash<std::string>()(t->name));

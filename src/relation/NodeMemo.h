@@ -38,6 +38,13 @@ namespace shardproof::relation {
 /// The canonical form of a computation's inputs up to renaming classes.
 class MemoKey {
 public:
+  /// `facts`: the table whose classes the terms read. Operands of a
+  /// commutative op that have the same form are then ordered by their
+  /// classes' ranks (a fact the memo checks anyway), so two layers' sums over
+  /// the 8 ranks' shards, listed in class-id order, get one key; without it
+  /// they keep their listed order.
+  explicit MemoKey(const ClassTable *facts = nullptr) : facts_(facts) {}
+
   /// Terms larger than this are not keyed (walked as trees, DAG sharing lost).
   static constexpr size_t kMaxNodes = 4096;
 
@@ -66,6 +73,7 @@ private:
   std::vector<ClassId> classes_;
   llvm::DenseMap<ClassId, unsigned> local_;
   llvm::DenseMap<const ir::TermNode *, size_t> forms_; // formHash, per node of this key
+  const ClassTable *facts_;
   size_t hash_ = 0, nodes_ = 0;
   bool usable_ = true;
 };

@@ -128,7 +128,7 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
   // sequence) is proven by the same unfoldings of renamed classes (NodeMemo.h).
   std::optional<MemoKey> key;
   if (core.opts.memo && prover.pathDepth() == 1) {
-    key = proposalKey(v.term, shape, sides);
+    key = proposalKey(v.term, shape, sides, core.classes);
     if (auto hit = core.memo.lookup(*key, core.classes))
       return sides[hit->first->extra].front();
   }

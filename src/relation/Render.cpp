@@ -262,7 +262,7 @@ std::string renderTerm(const ClassTable &classes, NodeMemo &memo, bool useMemo, 
   Namer label = [&](ClassId c) { return classes.label(c); };
   if (!useMemo)
     return renderWith(classes, label, t);
-  MemoKey key;
+  MemoKey key(&classes);
   key.str("render");
   key.term(t);
   if (auto hit = memo.lookup(key, classes))

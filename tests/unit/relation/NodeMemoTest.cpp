@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace shardproof;
 using namespace shardproof::relation;
 using namespace shardproof::ir;
@@ -258,4 +260,42 @@ TEST(NodeMemo, AFullBucketMakesRoomForTheNewestLayer) {
   auto hit = memo.lookup(keyFor(l1), t);
   ASSERT_TRUE(hit);
   EXPECT_TRUE(sameTerm(hit->second.apply(hit->first->terms[0]), at(l1.out)));
+}
+
+// A backward MatMul's input gradient: the sum over 8 ranks of each rank's
+// weight shard times its gradient shard. Layer 1's shards were made in
+// another order than layer 0's, so the sum (its operands sorted by class id)
+// lists the ranks in another order; the cover consulted each shard's rank.
+// Ordering equal-form operands by rank gives both layers one key and maps
+// rank r to rank r; before, the key bound rank 0 to rank 3 and missed.
+TEST(NodeMemo, ASumOverRankShardsListedInAnotherClassOrderIsReused) {
+  ClassTable t;
+  auto shards = [&](const std::string &tag, std::vector<int> order) {
+    std::vector<ClassId> byRank(order.size());
+    for (int r : order) {
+      ClassInfo ci;
+      ci.label = "w" + tag + "@" + std::to_string(r);
+      ci.shape = vec(4);
+      ci.rank = r;
+      byRank[r] = t.add(ci);
+    }
+    return byRank;
+  };
+  std::vector<ClassId> l0 = shards("0", {0, 1, 2, 3}), l1 = shards("1", {3, 2, 1, 0});
+  auto key = [&](const std::vector<ClassId> &w) {
+    std::vector<Term> reads;
+    for (ClassId c : w)
+      reads.push_back(at(c));
+    MemoKey k(&t);
+    k.str("cover");
+    k.term(mkAdd(reads));
+    return k;
+  };
+  NodeMemo memo;
+  std::vector<ClassId> consulted = l0;
+  std::sort(consulted.begin(), consulted.end());
+  memo.store(key(l0), consulted, {{at(l0[0])}, 1, ""});
+  auto hit = memo.lookup(key(l1), t);
+  ASSERT_TRUE(hit);
+  EXPECT_TRUE(sameTerm(hit->second.apply(hit->first->terms[0]), at(l1[0])));
 }
