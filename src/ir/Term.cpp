@@ -501,17 +501,26 @@ static Term renameIn(const Term &t, const std::function<ClassId(ClassId)> &renam
   }
   case TermKind::Apply: {
     std::vector<Term> args;
-    for (auto &a : t->args)
+    bool same = true;
+    for (auto &a : t->args) {
       args.push_back(renameIn(a, rename, done));
-    out = mkApply(t->fn, std::move(args), t->name);
+      same &= args.back() == a;
+    }
+    // Nothing below renamed (index arithmetic, constants): the node as it is,
+    // not rebuilt (and its operands re-sorted) by the smart constructor.
+    out = same ? t : mkApply(t->fn, std::move(args), t->name);
     break;
   }
-  case TermKind::Sum:
-    out = mkReduce(t->red, t->level, t->lo, t->hi, renameIn(t->args[0], rename, done));
+  case TermKind::Sum: {
+    Term body = renameIn(t->args[0], rename, done);
+    out = body == t->args[0] ? t : mkReduce(t->red, t->level, t->lo, t->hi, std::move(body));
     break;
-  case TermKind::Select:
-    out = mkSelect(t->cond, renameIn(t->args[0], rename, done), renameIn(t->args[1], rename, done));
+  }
+  case TermKind::Select: {
+    Term a = renameIn(t->args[0], rename, done), b = renameIn(t->args[1], rename, done);
+    out = a == t->args[0] && b == t->args[1] ? t : mkSelect(t->cond, std::move(a), std::move(b));
     break;
+  }
   }
   done.try_emplace(t.get(), out);
   return out;

@@ -455,3 +455,27 @@ TEST(OpState, AStateReadAsAnotherTypeIsAnInternalError) {
   EXPECT_EQ(r.stateIf<OtherState>(), nullptr);
   EXPECT_EXIT(r.stateAs<OtherState>(), ::testing::ExitedWithCode(4), "op state of an unexpected type");
 }
+
+// A memo hit renames the stored element map's classes. The parts that read
+// no renamed class (the mask's index arithmetic, another layer's class) are
+// kept as they are, not rebuilt node by node; the renamed part is rebuilt
+// and compares equal to the term built directly.
+TEST(TermRename, PartsReadingNoRenamedClassAreKeptAsTheyAre) {
+  IndexVec i = indexVars("i", 1);
+  Term kept = mkApply(Fn::Exp, {mkRead(7, i)});
+  Term mask = mkSelect(i[0] >= Expr::intConst(3), mkConst(-INFINITY), mkConst(0));
+  Term t = mkAdd({mkMul({mkRead(1, i), kept}), mask});
+  Term renamed = renameClasses(t, [](ClassId c) { return c == 1 ? ClassId(2) : c; });
+  EXPECT_TRUE(sameTerm(renamed, mkAdd({mkMul({mkRead(2, i), kept}), mask})));
+  bool keptShared = false, maskShared = false;
+  std::function<void(const Term &)> visit = [&](const Term &x) {
+    keptShared |= x == kept;
+    maskShared |= x == mask;
+    for (auto &a : x->args)
+      visit(a);
+  };
+  visit(renamed);
+  EXPECT_TRUE(keptShared);
+  EXPECT_TRUE(maskShared);
+  EXPECT_EQ(renameClasses(t, [](ClassId c) { return c; }), t); // nothing renamed: the term itself
+}
