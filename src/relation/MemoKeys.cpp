@@ -86,6 +86,23 @@ MemoKey nodeKey(const Node &n, const std::vector<ValueInfo> &values, const OpInp
   return k;
 }
 
+MemoKey collectiveKey(const Node &n0, const std::vector<Shape> &shapes, const std::vector<Term> &ins,
+                      const ClassTable &classes) {
+  MemoKey k(&classes);
+  k.str("collective");
+  k.str(n0.opType);
+  k.str(n0.domain);
+  k.word(n0.attrs.size());
+  for (auto &[name, a] : n0.attrs)
+    attribute(k, name, a);
+  k.word(ins.size());
+  for (size_t r = 0; r < ins.size(); ++r) {
+    k.term(ins[r]);
+    k.shape(shapes[r]);
+  }
+  return k;
+}
+
 MemoKey coverKey(const Term &t, const Shape &shape, unsigned maxTermNodes, const ClassTable &classes) {
   MemoKey k(&classes);
   k.str("cover");

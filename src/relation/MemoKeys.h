@@ -14,6 +14,10 @@ MemoKey nodeKey(const ir::Node &n, const std::vector<ValueInfo> &values, const i
                 const ClassTable &classes);
 /// `maxTermNodes`: the cover's limit is part of what its result depends on.
 MemoKey coverKey(const Term &t, const ir::Shape &shape, unsigned maxTermNodes, const ClassTable &classes);
+/// A collective call: its node's op and attributes, and every rank's input
+/// term and shape (the outputs' terms depend on nothing else).
+MemoKey collectiveKey(const ir::Node &n0, const std::vector<ir::Shape> &shapes, const std::vector<Term> &ins,
+                      const ClassTable &classes);
 /// A same-name proposal: the reference term and, per candidate placement, the
 /// ranks' terms it must equal (empty: the candidate has no sides).
 MemoKey proposalKey(const Term &t, const ir::Shape &shape, const std::vector<std::vector<Term>> &candidates,
