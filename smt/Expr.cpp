@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <functional>
 #include <set>
+#include <unordered_set>
 #include <unordered_map>
 #include <sstream>
 
@@ -280,9 +281,28 @@ std::vector<std::string> Expr::vars() const {
   return {out.begin(), out.end()};
 }
 
+// By the name's symbol (Z3 interns symbols), stopping at the first hit: no
+// set of every name (the world build asks this of each class definition, per axis).
+static bool mentionsSymbol(Z3_ast a, Z3_symbol name, std::unordered_set<unsigned> &seen) {
+  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
+    return false;
+  if (isNamedConst(a))
+    return Z3_get_decl_name(ctx(), Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a))) == name;
+  Z3_app app = Z3_to_app(ctx(), a);
+  unsigned n = Z3_get_app_num_args(ctx(), app);
+  if (n == 0 || !seen.insert(Z3_get_ast_id(ctx(), a)).second)
+    return false;
+  for (unsigned i = 0; i < n; ++i)
+    if (mentionsSymbol(Z3_get_app_arg(ctx(), app, i), name, seen))
+      return true;
+  return false;
+}
+
 bool Expr::mentions(const std::string &var) const {
-  auto vs = vars();
-  return std::find(vs.begin(), vs.end(), var) != vs.end();
+  if (!ast_)
+    return false;
+  std::unordered_set<unsigned> seen;
+  return mentionsSymbol(ast_, Z3_mk_string_symbol(ctx(), var.c_str()), seen);
 }
 
 Expr Expr::substitute(const std::vector<Expr> &from, const std::vector<Expr> &to) const {

@@ -248,3 +248,21 @@ TEST(SmtExpr, EvaluationBySlotAgreesWithEvaluationByName) {
   EXPECT_EQ(e.evalSlots(slots, nullptr, /*unknownAsZero=*/true), 0) << "i read as 0: 0 < 5, so 0 * 2";
   EXPECT_FALSE(Expr::intVar("never_set_anywhere").evalSlots(slots)) << "a slot past the end is unset";
 }
+
+// Whether an index expression reads a variable, asked of every class
+// definition per axis in the world build: by name, through applications and
+// shared subterms, and never confused by a function or a longer name.
+TEST(SmtExpr, MentionsFindsAVariableByItsNameOnly) {
+  Expr u0 = Expr::intVar("u!0"), u1 = Expr::intVar("u!1"), u10 = Expr::intVar("u!10");
+  Expr shared = u0 * Expr::intConst(3) + u10;
+  Expr e = ite(shared >= Expr::intConst(2), shared, shared + Expr::intConst(1));
+  EXPECT_TRUE(Expr::app("f", {u1}).mentions("u!1"));
+  EXPECT_FALSE(Expr::app("u!0", {u1}).mentions("u!0")); // a function of that name is not the variable
+  EXPECT_TRUE(e.mentions("u!0"));
+  EXPECT_TRUE(e.mentions("u!10"));
+  EXPECT_FALSE(e.mentions("u!1"));
+  EXPECT_FALSE(e.mentions("u"));
+  EXPECT_TRUE((u1 >= Expr::intConst(0)).mentions("u!1"));
+  EXPECT_FALSE(Expr::intConst(4).mentions("u!0"));
+  EXPECT_FALSE(Expr().mentions("u!0"));
+}
