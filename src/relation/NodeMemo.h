@@ -14,7 +14,7 @@
 // by the inputs or the result was opaque to it, so the result holds for any
 // tensor in its place. A stored result is reused only if sigma extends to
 // every consulted class c with a class sigma(c) of the same kind, shape,
-// rank, value bounds and definition (up to sigma); then sigma(result) is what
+// rank, value bounds, finiteness and definition (up to sigma); then sigma(result) is what
 // the same derivation gives for the renamed inputs. Results whose index
 // expressions name classes (data-dependent reads: uninterpreted functions
 // named after a class), that created classes, or that met a solver Unknown
