@@ -1,8 +1,8 @@
 // Internal to smt/: an Expr compiled for repeated evaluation (Eval.cpp).
 // Expr::eval keeps the programs of small expressions (index expressions,
-// evaluated millions of times by a replay); a caller that evaluates one large
-// formula a few times (a query in the kept models, Solver.cpp) compiles it
-// once itself and lets it go.
+// evaluated millions of times by a replay, and the conjuncts of a path that
+// the kept models evaluate query after query, Solver.cpp); a larger one is
+// compiled for the call and let go.
 #pragma once
 
 #include "shardproof/smt/Expr.h"

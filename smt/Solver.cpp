@@ -1,6 +1,7 @@
 #include "shardproof/smt/Solver.h"
 #include "smt/Context.h"
-#include "smt/Program.h"
+#include "smt/Intervals.h"
+#include "smt/Repair.h"
 #include "smt/Watchdog.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -185,25 +187,36 @@ struct Solver::Impl {
   /// for symbols it does not name (new index variables) is still a model of
   /// the assumptions, and one of the set-aside facts once f is moved into its
   /// range away from the formula's points.
-  bool witnessed(const Expr &formula) {
+  bool witnessed(const Expr &formula, detail::Repairer &repairer) {
     Z3_context c = ctx();
-    std::shared_ptr<const detail::Program> program; // compiled on first use, for every model
+    // Conjunct by conjunct, each on its kept program: a path's conjuncts
+    // repeat from query to query, where compiling each whole query again
+    // was a tenth of the relation inference's time.
+    const std::vector<Expr> parts = detail::conjunctsOf(formula);
+    auto evaluate = [&](const Expr::Env &env, const Expr::AppEnv &apps) -> std::optional<bool> {
+      bool unknown = false;
+      for (const Expr &p : parts) {
+        auto v = p.eval(env, apps);
+        if (!v)
+          unknown = true;
+        else if (*v == 0)
+          return false;
+      }
+      return unknown ? std::nullopt : std::optional<bool>(true);
+    };
     for (size_t i = 0; i < witnesses.size(); ++i) {
       const Witness &w = witnesses[i];
       // Our evaluator first (a constant the model does not name is 0, as
       // completed); Z3's for what it cannot tell (functions, big numbers).
-      std::optional<int64_t> fast;
-      if (w.complete && !program)
-        program = detail::compile(formula);
+      std::optional<bool> fast;
       if (w.complete)
-        fast = detail::run(
-            *program,
+        fast = evaluate(
             [&](const std::string &n) {
               auto it = w.values.find(n);
               return std::optional<int64_t>(it == w.values.end() ? 0 : it->second);
             },
             [&](const std::string &fn, const std::vector<int64_t> &args) { return w.apply(fn, args); });
-      bool holds = fast && *fast != 0;
+      bool holds = fast && *fast;
       if (!fast) {
         Z3_ast v = nullptr;
         holds = Z3_model_eval(c, w.model, raw(formula), /*model_completion=*/true, &v) && v &&
@@ -214,12 +227,50 @@ struct Solver::Impl {
         return true;
       }
     }
+    // Then each model with its free variables (index variables: no assumption
+    // names them) moved inside the bounds the query puts on them (Repair.h).
+    std::vector<const detail::Repairer::Bound *> bounds = repairer.boundsOf(parts);
+    if (bounds.empty())
+      return false;
+    for (size_t i = 0; i < witnesses.size(); ++i) {
+      const Witness &w = witnesses[i];
+      if (!w.complete)
+        continue;
+      auto modelValue = [&](const std::string &n) {
+        auto it = w.values.find(n);
+        return std::optional<int64_t>(it == w.values.end() ? 0 : it->second);
+      };
+      auto apps = [&](const std::string &fn, const std::vector<int64_t> &args) { return w.apply(fn, args); };
+      auto moved = detail::Repairer::values(bounds, modelValue, apps);
+      if (!moved)
+        continue;
+      auto holds = evaluate(
+          [&](const std::string &n) {
+            auto it = moved->find(n);
+            return it != moved->end() ? std::optional<int64_t>(it->second) : modelValue(n);
+          },
+          apps);
+      if (holds && *holds) {
+        std::rotate(witnesses.begin(), witnesses.begin() + i, witnesses.begin() + i + 1);
+        return true;
+      }
+    }
     return false;
   }
 };
 
-Solver::Solver(unsigned timeoutMs) : timeoutMs_(timeoutMs) {}
+Solver::Solver(unsigned timeoutMs)
+    : intervals_(std::make_unique<detail::IntervalProver>()),
+      repairer_(std::make_unique<detail::Repairer>([this](const std::string &v) { return !assumedVar(v); })),
+      timeoutMs_(timeoutMs) {}
 Solver::~Solver() = default;
+
+bool Solver::assumedVar(const std::string &v) {
+  for (; assumedVarsSeen_ < assumptions_.size(); ++assumedVarsSeen_)
+    for (std::string &n : assumptions_[assumedVarsSeen_].vars())
+      assumedVars_.insert(std::move(n));
+  return assumedVars_.count(v) > 0;
+}
 
 void Solver::assume(const Expr &fact) {
   // A fact that applies a function another fact is set aside for would break
@@ -232,6 +283,7 @@ void Solver::assume(const Expr &fact) {
   }
   assumptions_.push_back(fact);
   factFunction_.emplace_back();
+  repairer_->clear(); // the fact may name a variable parsed as free
   facts_.learn(fact);
   assumptionDegree_ = std::max(assumptionDegree_, fact.degree());
   cache_.clear();
@@ -532,7 +584,7 @@ CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, b
     // index conditions are: the path allows both sides of the condition).
     // The instances join the evaluation: a kept model need not keep f in its
     // range at the points this formula reads.
-    if (memo_ && !wantModel && I.witnessed(formula && aside)) {
+    if (memo_ && !wantModel && I.witnessed(formula && aside, *repairer_)) {
       r.result = Result::Sat;
       ++st.witnessed;
       ++witnessed_;
@@ -632,6 +684,12 @@ Proof Solver::prove(const std::string &name, const Expr &given, bool wantCounter
   Expr goal = facts_.apply(given); // equivalent under the assumptions
   if (auto b = goal.asBool(); b && *b) {
     ++stats_[name].trivial;
+    p.status = Proof::Proved;
+    return p;
+  }
+  if (intervals_->proves(goal, facts_)) {
+    ++stats_[name].byIntervals;
+    ++byIntervals_;
     p.status = Proof::Proved;
     return p;
   }

@@ -299,6 +299,7 @@ void OutputCheck::decide() {
   result.stats.solverQueries = core.solver.totalQueries();
   result.stats.cacheHits = core.prover.cacheHits() + core.solver.cacheHits();
   result.stats.witnessed = core.solver.witnessed();
+  result.stats.byIntervals = core.solver.byIntervals();
   result.stats.rewriteSteps = core.prover.rewriteSteps();
   result.stats.memoStored = core.memo.stored();
   result.stats.memoHits = core.memo.hits();

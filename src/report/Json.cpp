@@ -79,6 +79,7 @@ std::string toJson(const Result &r, const Context &ctx) {
                      {"classes", st.classes},              {"relations", st.relations},
                      {"matches", st.matches},              {"solver_queries", st.solverQueries},
                      {"cache_hits", st.cacheHits},         {"witnessed", st.witnessed},
+                     {"by_intervals", st.byIntervals},
                      {"solver_seconds", st.solverSeconds},
                      {"rewrite_steps", static_cast<int64_t>(st.rewriteSteps)},
                      {"memo_hits", st.memoHits},           {"memo_stored", st.memoStored},

@@ -150,8 +150,9 @@ void printStats(llvm::raw_ostream &os, const Stats &s) {
   os << llvm::format("  memo:      %u node results reused, %u stored (layers identical up to names)\n", s.memoHits,
                      s.memoStored);
   os << llvm::format("  side conditions: %u, %u distinct formulas\n", s.obligations, s.distinctObligations);
-  os << llvm::format("  solver:    %u queries, %u cache hits, %u met by an earlier model, %.3f s in the solver\n",
-                     s.solverQueries, s.cacheHits, s.witnessed, s.solverSeconds);
+  os << llvm::format("  solver:    %u queries, %u cache hits, %u met by an earlier model, %u proven by intervals, "
+                     "%.3f s in the solver\n",
+                     s.solverQueries, s.cacheHits, s.witnessed, s.byIntervals, s.solverSeconds);
   os << llvm::format("  time:      load %.3f s, build world %.3f s, relation inference %.3f s, output check %.3f s, "
                      "report %.3f s; total %.3f s\n",
                      s.loadSeconds, s.worldSeconds, s.inferSeconds, s.checkSeconds, s.reportSeconds, total);

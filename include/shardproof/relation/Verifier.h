@@ -129,6 +129,7 @@ struct Stats {
   unsigned refNodes = 0, rankNodes = 0, classes = 0, relations = 0, matches = 0;
   unsigned solverQueries = 0, cacheHits = 0;
   unsigned witnessed = 0; // answered Sat by an earlier query's model (Solver::witnessed)
+  unsigned byIntervals = 0;                          // proven from the atoms' ranges without Z3 (Solver::byIntervals)
   unsigned obligations = 0, distinctObligations = 0; // side conditions, and distinct formulas among them
   uint64_t rewriteSteps = 0; // term rewrites: normalize/cover steps of the prover
   // Layer memoization: results stored, and reused for a node identical up to

@@ -10,11 +10,16 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace shardproof::smt {
+namespace detail {
+class IntervalProver;
+class Repairer;
+} // namespace detail
 
 enum class Result { Unsat, Sat, Unknown, Error };
 const char *toString(Result r);
@@ -52,8 +57,9 @@ struct Proof {
 
 struct QueryStats {
   unsigned unsat = 0, sat = 0, unknown = 0, error = 0, trivial = 0;
-  unsigned cached = 0;    // answered from the result cache (an earlier identical formula)
-  unsigned witnessed = 0; // Sat by a model of an earlier query, without Z3
+  unsigned cached = 0;      // answered from the result cache (an earlier identical formula)
+  unsigned witnessed = 0;   // Sat by a model of an earlier query, without Z3
+  unsigned byIntervals = 0; // proven by the atoms' ranges, without Z3 (Intervals.h)
   double seconds = 0;
 };
 
@@ -119,6 +125,8 @@ public:
   unsigned cacheHits() const { return cacheHits_; }
   /// Queries answered Sat by the model of an earlier one (not in totalQueries).
   unsigned witnessed() const { return witnessed_; }
+  /// Goals proven by intervals (not in totalQueries).
+  unsigned byIntervals() const { return byIntervals_; }
   /// Answers Unknown or Error so far, cached ones included.
   unsigned undecided() const { return undecided_; }
 
@@ -157,7 +165,17 @@ private:
   std::unordered_map<unsigned, Cached> cache_;
   unsigned cacheHits_ = 0;
   unsigned witnessed_ = 0;
+  unsigned byIntervals_ = 0;
   unsigned undecided_ = 0;
+  /// Goals proven from the atoms' ranges before Z3 (the index bounds a cover
+  /// simplifies: 0.7 ms each in Z3).
+  std::unique_ptr<detail::IntervalProver> intervals_;
+  /// Whether an assumption names variable `v` (the sizes); the others may
+  /// take any value in a kept model (Repair.h).
+  bool assumedVar(const std::string &v);
+  std::set<std::string> assumedVars_;
+  std::unique_ptr<detail::Repairer> repairer_; // kept models moved to a query's index bounds
+  size_t assumedVarsSeen_ = 0;                 // assumptions_ read into assumedVars_
 
   std::vector<Expr> assumptions_;
   /// Parallel to assumptions_: the function an assumeOnFunction fact is
