@@ -228,15 +228,33 @@ namespace {
 // Cleared when full: the index expressions of one replay are few.
 const Program *programOf(const Expr &e, std::shared_ptr<const Program> &oneOff) {
   static thread_local std::unordered_map<unsigned, std::shared_ptr<const Program>> cache;
+  // In front of it, the last program seen in each of a few slots by id: a
+  // replay reads the same few index expressions over and over, and the hash
+  // lookup was a sixth of its time. A slot holds a program the map holds too
+  // (cleared together), so an id there is still that program's.
+  struct Slot {
+    unsigned id = 0;
+    const Program *program = nullptr;
+  };
+  static constexpr size_t kSlots = 1024;
+  static thread_local std::vector<Slot> slots(kSlots);
   static constexpr size_t kMaxPrograms = 8192, kMaxKeptNodes = 256;
   unsigned id = e.id();
-  if (auto it = cache.find(id); it != cache.end())
-    return it->second.get();
+  Slot &slot = slots[id % kSlots];
+  if (slot.program && slot.id == id)
+    return slot.program;
+  if (auto it = cache.find(id); it != cache.end()) {
+    slot = {id, it->second.get()};
+    return slot.program;
+  }
   oneOff = detail::compile(e);
   if (oneOff->nodes.size() > kMaxKeptNodes)
     return oneOff.get();
-  if (cache.size() >= kMaxPrograms)
+  if (cache.size() >= kMaxPrograms) {
     cache.clear();
+    slots.assign(kSlots, Slot{});
+  }
+  slot = {id, oneOff.get()};
   return (cache[id] = oneOff).get();
 }
 

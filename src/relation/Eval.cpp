@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -40,12 +41,18 @@ struct Evaluator {
   Expr::AppEnv apps = [this](const std::string &f, const std::vector<int64_t> &a) { return app(f, a); };
   // Each class's shape at these sizes, once evaluated (its reads are bounds-checked each time).
   std::vector<std::optional<llvm::SmallVector<int64_t, 4>>> dimsOf;
-  struct ElementHash {
-    size_t operator()(const Replayer::Element &e) const {
-      return llvm::hash_combine(e.first, llvm::hash_combine_range(e.second.begin(), e.second.end()));
-    }
+  // Computed elements by class and flat index: a table for a class of at
+  // most kDenseElements elements at these sizes, a hash map past that. A
+  // map keyed by (class, index vector) allocated a key per read.
+  struct ClassMemo {
+    std::vector<double> values;
+    std::vector<bool> known;
+    std::unordered_map<int64_t, double> sparse;
   };
-  std::unordered_map<Replayer::Element, double, ElementHash> memo;
+  std::vector<std::unique_ptr<ClassMemo>> memo;
+  static constexpr int64_t kDenseElements = int64_t{1} << 16;
+  // Leaf hashes of each class's label (and of its cut-leaf label), by class.
+  std::vector<std::optional<size_t>> labelHash, cutHash;
   std::map<std::string, ClassId> byFunction; // valueFunction name -> class
   std::optional<int64_t> intOffset;          // see Replayer
   Replayer::LeafSet *recordReads = nullptr;      // see Replayer::recordLeafReads
@@ -56,12 +63,24 @@ struct Evaluator {
   size_t recordedReads = 0;
   std::vector<double> *seenValues = nullptr; // see Replayer::recordValues
   std::optional<std::set<ClassId>> exact;    // see Replayer::cutBelow
+  std::vector<char> readAsCut;               // classes read as cut leaves (see Replayer::widenCut)
 
   // Values of Sum subterms by the values of their free variables. A norm's
   // variance sums (x - mean)^2 with the mean a sum itself: without this, every
   // output element re-sums the mean once per reduced element, n^2 reads each.
-  // Both tables pin their terms, so a freed node's address is never reused under them.
-  std::map<std::pair<Term, std::vector<int64_t>>, double> sumMemo;
+  // Both tables pin their terms (the sums by sumFree), so a freed node's
+  // address is never reused under them.
+  struct SumKey {
+    const TermNode *sum; // pinned by sumFree
+    llvm::SmallVector<int64_t, 4> values;
+    bool operator==(const SumKey &o) const { return sum == o.sum && values == o.values; }
+  };
+  struct SumKeyHash {
+    size_t operator()(const SumKey &k) const {
+      return llvm::hash_combine(k.sum, llvm::hash_combine_range(k.values.begin(), k.values.end()));
+    }
+  };
+  std::unordered_map<SumKey, double, SumKeyHash> sumMemo;
   std::unordered_map<const TermNode *, std::pair<Term, std::vector<uint32_t>>> sumFree;
 
   // The variables a Sum's value depends on: every variable of its index
@@ -155,7 +174,7 @@ struct Evaluator {
 
   // Integer inputs with a value range: deterministic values inside it, the
   // same whether read as a tensor element or as a lookup index.
-  std::optional<int64_t> intLeaf(ClassId c, const std::vector<int64_t> &idx) {
+  std::optional<int64_t> intLeaf(ClassId c, llvm::ArrayRef<int64_t> idx) {
     const ClassInfo &ci = classes[c];
     if (!ci.elements.empty()) {
       if (idx.size() != 1 || idx[0] < 0 || idx[0] >= static_cast<int64_t>(ci.elements.size()))
@@ -210,8 +229,75 @@ struct Evaluator {
     return *d;
   }
 
-  static double leaf(const std::string &label, const std::vector<int64_t> &idx) {
-    size_t h = std::hash<std::string>()(label);
+  size_t hashOf(std::vector<std::optional<size_t>> &table, ClassId c, const std::string &label) {
+    if (c >= table.size())
+      table.resize(c + 1);
+    if (!table[c])
+      table[c] = std::hash<std::string>()(label);
+    return *table[c];
+  }
+
+  // Element `idx` of class `c` as a flat index; -1 where a dim does not
+  // evaluate (the value is then incomplete and never kept).
+  int64_t flatIndex(ClassId c, llvm::ArrayRef<int64_t> idx) {
+    const auto &d = dims(c);
+    if (d.size() != idx.size())
+      return -1;
+    int64_t f = 0;
+    for (size_t i = 0; i < idx.size(); ++i)
+      if (d[i] <= 0 || idx[i] < 0 || idx[i] >= d[i] || __builtin_mul_overflow(f, d[i], &f) ||
+          __builtin_add_overflow(f, idx[i], &f))
+        return -1;
+    return f;
+  }
+  ClassMemo *memoOf(ClassId c, bool create) {
+    if (c >= memo.size()) {
+      if (!create)
+        return nullptr;
+      memo.resize(c + 1);
+    }
+    if (!memo[c] && create) {
+      memo[c] = std::make_unique<ClassMemo>();
+      int64_t n = 1;
+      for (int64_t d : dims(c))
+        if (d <= 0 || __builtin_mul_overflow(n, d, &n) || n > kDenseElements) {
+          n = -1;
+          break;
+        }
+      if (n > 0) {
+        memo[c]->values.assign(n, 0.0);
+        memo[c]->known.assign(n, false);
+      }
+    }
+    return memo[c].get();
+  }
+  std::optional<double> memoized(ClassId c, int64_t flat) {
+    ClassMemo *m = flat < 0 ? nullptr : memoOf(c, false);
+    if (!m)
+      return std::nullopt;
+    if (!m->values.empty())
+      return m->known[flat] ? std::optional<double>(m->values[flat]) : std::nullopt;
+    auto it = m->sparse.find(flat);
+    return it == m->sparse.end() ? std::nullopt : std::optional<double>(it->second);
+  }
+  void keep(ClassId c, int64_t flat, double v) {
+    if (flat < 0)
+      return;
+    ClassMemo *m = memoOf(c, true);
+    if (!m->values.empty()) {
+      m->values[flat] = v;
+      m->known[flat] = true;
+    } else {
+      m->sparse[flat] = v;
+    }
+  }
+
+  static double leaf(const std::string &label, llvm::ArrayRef<int64_t> idx) {
+    return leafOf(std::hash<std::string>()(label), idx);
+  }
+  // The same from the label's hash (kept per class: hashing the label was a
+  // tenth of a probe's time).
+  static double leafOf(size_t h, llvm::ArrayRef<int64_t> idx) {
     for (auto i : idx)
       h = h * 1000003u ^ std::hash<int64_t>()(i);
     h ^= h >> 29;
@@ -220,7 +306,7 @@ struct Evaluator {
     return static_cast<double>(h % 2000001) / 1000000.0 - 1.0; // in [-1, 1]
   }
 
-  double read(ClassId c, const std::vector<int64_t> &idx) {
+  double read(ClassId c, llvm::ArrayRef<int64_t> idx) {
     const ClassInfo &ci = classes[c];
     const auto &shape = dims(c);
     for (size_t d = 0; d < idx.size(); ++d) {
@@ -234,7 +320,7 @@ struct Evaluator {
     }
     if (elementReads && recordedReads < kMaxRecordedReads) {
       Replayer::Element parent = computing.empty() ? Replayer::Element{Replayer::kRoot, {}} : computing.back();
-      recordedReads += (*elementReads)[parent].insert({c, idx}).second;
+      recordedReads += (*elementReads)[parent].insert({c, std::vector<int64_t>(idx.begin(), idx.end())}).second;
     }
     switch (ci.kind) {
     case ClassInfo::Leaf:
@@ -249,10 +335,10 @@ struct Evaluator {
         return v ? static_cast<double>(*v) : NAN;
       }
       if (recordReads)
-        recordReads->insert({ci.label, idx});
-      if (keepReads && !keepReads->count({ci.label, idx}))
+        recordReads->insert({ci.label, std::vector<int64_t>(idx.begin(), idx.end())});
+      if (keepReads && !keepReads->count({ci.label, std::vector<int64_t>(idx.begin(), idx.end())}))
         return leaf(ci.label + "#unread", idx);
-      return leaf(ci.label, idx);
+      return leafOf(hashOf(labelHash, c, ci.label), idx);
     case ClassInfo::Constant: {
       int64_t flat = 0;
       for (size_t d = 0; d < idx.size(); ++d)
@@ -260,11 +346,15 @@ struct Evaluator {
       return flat < static_cast<int64_t>(ci.data.size()) ? ci.data[flat] : NAN;
     }
     case ClassInfo::Compute: {
-      if (exact && !exact->count(c))
-        return leaf("#cut" + std::to_string(c), idx);
-      auto key = std::make_pair(c, idx);
-      if (auto it = memo.find(key); it != memo.end())
-        return it->second;
+      if (exact && !exact->count(c)) {
+        if (c >= readAsCut.size())
+          readAsCut.resize(c + 1);
+        readAsCut[c] = 1;
+        return leafOf(hashOf(cutHash, c, "#cut" + std::to_string(c)), idx);
+      }
+      const int64_t flat = flatIndex(c, idx);
+      if (auto v = memoized(c, flat))
+        return *v;
       if (depth >= kMaxDepth || stackUsed() > kMaxStackBytes) {
         incomplete = true;
         return NAN;
@@ -276,7 +366,7 @@ struct Evaluator {
         saved.push_back(bind(varSlot('u', d), idx[d]));
       ++depth;
       if (elementReads)
-        computing.push_back(key);
+        computing.push_back({c, std::vector<int64_t>(idx.begin(), idx.end())});
       double v = eval(ci.def);
       if (elementReads)
         computing.pop_back();
@@ -284,7 +374,7 @@ struct Evaluator {
       for (size_t d = 0; d < idx.size(); ++d)
         unbind(varSlot('u', d), saved[d]);
       if (!incomplete) // a value from a cut-short evaluation is not kept
-        memo[key] = v;
+        keep(c, flat, v);
       return v;
     }
     }
@@ -300,7 +390,7 @@ struct Evaluator {
     switch (t->kind) {
     case TermKind::Const: return t->value;
     case TermKind::Read: {
-      std::vector<int64_t> idx;
+      llvm::SmallVector<int64_t, 6> idx;
       for (auto &e : t->idx) {
         int64_t v = index(e);
         if (v == INT64_MIN)
@@ -320,11 +410,11 @@ struct Evaluator {
       }
       // Not while reads or values are being attributed: a hit would skip them.
       bool memoize = !elementReads && !seenValues;
-      std::pair<Term, std::vector<int64_t>> key;
+      SumKey key;
       if (memoize) {
-        key.first = t;
+        key.sum = t.get();
         for (uint32_t n : freeVars(t))
-          key.second.push_back(lookup(n));
+          key.values.push_back(lookup(n));
         if (auto it = sumMemo.find(key); it != sumMemo.end())
           return it->second;
       }
@@ -411,14 +501,24 @@ void Replayer::perturbUnread(const LeafSet *keep) { impl_->e.keepReads = keep; }
 void Replayer::recordElementReads(ElementReads *out) { impl_->e.elementReads = out; }
 void Replayer::recordValues(std::vector<double> *out) { impl_->e.seenValues = out; }
 std::optional<double> Replayer::element(const Element &e) const {
-  auto it = impl_->e.memo.find(e);
-  return it == impl_->e.memo.end() ? std::nullopt : std::optional<double>(it->second);
+  return impl_->e.memoized(e.first, impl_->e.flatIndex(e.first, e.second));
 }
 bool Replayer::recordedAllReads() const { return impl_->e.recordedReads < Evaluator::kMaxRecordedReads; }
 
 bool Replayer::complete() const { return !impl_->e.incomplete; }
 void Replayer::setBudget(uint64_t steps) { impl_->e.budget = steps; }
 void Replayer::cutBelow(std::set<ClassId> exact) { impl_->e.exact = std::move(exact); }
+bool Replayer::widenCut(const std::set<ClassId> &more) {
+  Evaluator &e = impl_->e;
+  if (!e.exact)
+    return true; // nothing is cut: every class is exact already
+  for (ClassId c : more)
+    if (c < e.readAsCut.size() && e.readAsCut[c] && !e.exact->count(c))
+      return false; // kept elements read it as a cut leaf: they would disagree
+                    // with its exact values
+  e.exact->insert(more.begin(), more.end());
+  return true;
+}
 uint64_t Replayer::budgetLeft() const { return impl_->e.budget; }
 void Replayer::newProbe(uint64_t steps) {
   impl_->e.incomplete = false;

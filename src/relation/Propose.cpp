@@ -46,10 +46,13 @@ constexpr unsigned kQuickSteps = 2;
 // unfolding to no match (the numbers, 0.6 s, tell them apart).
 constexpr uint64_t kProbeSteps = 200'000;
 constexpr uint64_t kProbePoolPerNode = 5'000;
-// At most this pool (about 4 s): past it, a probe that evaluates the layers
+// At most this pool (about 0.3 s): past it, a probe that evaluates the layers
 // below is cut short and the shallow probe decides (whose cost does not grow
-// with the depth). A one-layer TP8 step's pool is 4.6 M.
-constexpr uint64_t kProbePoolMax = 10'000'000;
+// with the depth). At the bench's widths even a one-layer TP8 step's LM end
+// needs more than 10 M steps to evaluate exactly: a pool of 10 M was spent in
+// full at every depth (2.7 s of the 126-layer step) before the shallow probe
+// decided as it would have anyway.
+constexpr uint64_t kProbePoolMax = 2'000'000;
 
 // Class definitions below either side that the shallow probe evaluates
 // exactly (the LM end's picked logits: the logits, the final norm, the last
@@ -140,7 +143,7 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
   std::vector<Term> allSides;
   for (auto &s : sides)
     allSides.insert(allSides.end(), s.begin(), s.end());
-  std::unique_ptr<Replayer> shallow;
+  ShallowUse shallow;
   for (size_t i = 0; i < sides.size(); ++i) {
     bool proven = !sides[i].empty();
     for (const Term &b : sides[i]) {
@@ -219,8 +222,11 @@ std::vector<spec::Placement> ReferenceWalk::sameNamePlacements(int id) {
   return candidates;
 }
 
-bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &shape,
-                                     std::unique_ptr<Replayer> &shallow, const std::vector<Term> &sides) {
+bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &shape, ShallowUse &use,
+                                     const std::vector<Term> &sides) {
+  // The shallow probe gave up on this tensor: the full one reaches deeper still.
+  if (use.gaveUp)
+    return false;
   if (!smallestSizes) {
     smallestSizes.emplace();
     smt::CheckResult r = core.solver.check("propose.sizes", Expr::boolConst(true));
@@ -272,14 +278,23 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
   // they share what the first evaluated, and where the cut region itself is
   // too large the tensor gives up once, not once per rank (8 x 2 M steps cost
   // the one-layer TP8 step 7 s) or per candidate.
-  if (!shallow) {
+  if (!use.started) {
     std::vector<Term> near = sides;
     near.push_back(a);
-    shallow = std::make_unique<Replayer>(core.classes, sizes);
-    shallow->cutBelow(classesNear(core.classes, near, kShallowLevels));
-    shallow->setBudget(kShallowSteps);
+    std::set<ClassId> exact = classesNear(core.classes, near, kShallowLevels);
+    // Elements one tensor's probe evaluated serve the next (the tensors
+    // above the logits read them all) unless they read a class now exact as
+    // cut; then a fresh replayer.
+    if (!shallowProbe || !shallowProbe->widenCut(exact)) {
+      shallowProbe = std::make_unique<Replayer>(core.classes, sizes);
+      shallowProbe->cutBelow(std::move(exact));
+    }
+    shallowProbe->newProbe(kShallowSteps);
+    use.started = true;
   }
-  return differAt(*shallow, a, b, points) == Numbers::Differ; // a probe, not a search: cut short, no rejection
+  Numbers n2 = differAt(*shallowProbe, a, b, points);
+  use.gaveUp = n2 == Numbers::Incomplete;
+  return n2 == Numbers::Differ; // a probe, not a search: cut short, no rejection
 }
 
 } // namespace shardproof::relation

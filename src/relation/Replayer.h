@@ -63,6 +63,11 @@ public:
   /// evaluated: a shallow probe, whose cost does not grow with what lies
   /// below the cut. Set before the first evaluation.
   void cutBelow(std::set<ClassId> exact);
+  /// Evaluates the classes in `more` exactly too, keeping the elements
+  /// computed so far, which stay right as long as none of them read a class
+  /// of `more` as a cut leaf; false (and nothing changed) otherwise. Lets
+  /// probes of neighbouring tensors share one replayer.
+  bool widenCut(const std::set<ClassId> &more);
 
 private:
   struct Impl;

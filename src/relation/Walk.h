@@ -48,6 +48,16 @@ private:
   /// Steps the walk's probes may take past their own (ReferenceWalk::probe
   /// in Propose.cpp); set on the first probe from the reference graph's size.
   std::optional<uint64_t> probePool;
+  /// The shallow probes' replayer (Propose.cpp), shared by neighbouring
+  /// tensors while their cuts agree: the LM end's tensors all read the same
+  /// logits, which cost 0.4 s to evaluate at the bench's widths.
+  std::unique_ptr<Replayer> shallowProbe;
+  /// One tensor's use of it: started on the first candidate that needs it,
+  /// given up once for all of them.
+  struct ShallowUse {
+    bool started = false;
+    bool gaveUp = false;
+  };
 
   using Checkpoints = std::map<std::string, const spec::Placement *>;
   llvm::Expected<Checkpoints> checkpoints() const;
@@ -70,10 +80,10 @@ private:
   std::optional<Term> proposeByName(int id);
   std::vector<spec::Placement> sameNamePlacements(int id);
   /// Whether `a` and `b` (element terms of a tensor of `shape`) differ on
-  /// numbers at the smallest admissible sizes, at a few elements. `shallow`:
-  /// the shallow probe's replayer, shared by every candidate's rank `sides`
-  /// (made on first use, cut below what they and `a` read; Propose.cpp).
-  bool differsOnNumbers(const Term &a, const Term &b, const ir::Shape &shape, std::unique_ptr<Replayer> &shallow,
+  /// numbers at the smallest admissible sizes, at a few elements. `use`:
+  /// the tensor's shallow probe, shared by every candidate's rank `sides`
+  /// (started on first need, cut below what they and `a` read; Propose.cpp).
+  bool differsOnNumbers(const Term &a, const Term &b, const ir::Shape &shape, ShallowUse &use,
                         const std::vector<Term> &sides);
   std::optional<int> unreducedInput(const ir::Node &n) const;
   std::vector<std::string> nearbyRankNodes(const Term &t, const ir::Node &refNode) const;

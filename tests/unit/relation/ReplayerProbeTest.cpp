@@ -159,3 +159,53 @@ TEST_F(ReplayerProbe, AShallowProbeReadsWhatIsBelowItsCutWithoutEvaluatingIt) {
   ASSERT_TRUE(full.complete());
   EXPECT_NEAR(real, std::ldexp(full.at(readTotal(), {}), 199), std::fabs(real) * 1e-12);
 }
+
+// Neighbouring tensors' shallow probes share one replayer (Propose.cpp): the
+// LM end's picked logits, their reshape and the loss all read the logits,
+// 0.4 s to evaluate at the bench's widths. Widening the cut keeps what was
+// computed, unless a kept element read a newly exact class as a cut leaf:
+// that element would disagree with the class's exact values.
+struct ShallowChain : ReplayerProbe {
+  ClassId mid, top; // mid[0] = 3 * total[0], top[0] = 2 * mid[0]
+  void SetUp() override {
+    ReplayerProbe::SetUp();
+    ClassInfo m;
+    m.kind = ClassInfo::Compute;
+    m.label = "mid";
+    m.shape.dims = {Expr::intConst(1)};
+    m.def = mkMul({mkConst(3), readTotal()});
+    mid = table.add(m);
+    ClassInfo t = m;
+    t.label = "top";
+    t.def = mkMul({mkConst(2), mkRead(mid, {Expr::intConst(0)})});
+    top = table.add(t);
+  }
+  Term read(ClassId c) const { return mkRead(c, {Expr::intConst(0)}); }
+};
+
+TEST_F(ShallowChain, AWiderCutKeepsElementsThatReadNoNewlyExactClass) {
+  Replayer rp(table, {});
+  rp.cutBelow({mid});
+  rp.newProbe(10 * kN);
+  double midCut = rp.at(read(mid), {}); // 3 * (total read as a cut leaf)
+  ASSERT_TRUE(rp.complete());
+  // top was never read as a cut leaf: it may become exact, mid's element kept.
+  ASSERT_TRUE(rp.widenCut({top}));
+  rp.newProbe(5); // too few steps to evaluate mid again
+  EXPECT_EQ(rp.at(read(top), {}), 2 * midCut);
+  EXPECT_TRUE(rp.complete());
+}
+
+TEST_F(ShallowChain, AClassReadAsACutLeafCannotBecomeExactUnderKeptElements) {
+  Replayer rp(table, {});
+  rp.cutBelow({mid});
+  rp.newProbe(10 * kN);
+  (void)rp.at(read(mid), {});
+  // mid's kept element read total as a cut leaf: making total exact now
+  // would leave mid reading other numbers than total's.
+  EXPECT_FALSE(rp.widenCut({total}));
+  // Nothing changed: total still reads as its cut leaf, the same as before.
+  Replayer again(table, {});
+  again.cutBelow({mid});
+  EXPECT_EQ(rp.at(read(total), {}), again.at(read(total), {}));
+}
