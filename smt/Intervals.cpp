@@ -150,7 +150,9 @@ bool IntervalProver::provesOne(const Ineq &goal, const std::vector<const Ineq *>
   for (const Ineq *f : facts) {
     if (f->terms.size() < 2)
       continue; // single-atom facts are the box already
-    for (auto &[atom, g] : goal.terms) {
+    for (const auto &term : goal.terms) {
+      const unsigned atom = term.first; // a plain name: clang 14 captures no structured binding
+      const int64_t g = term.second;
       auto it = std::find_if(f->terms.begin(), f->terms.end(), [&](auto &t) { return t.first == atom; });
       if (it == f->terms.end() || (it->second > 0) != (g > 0))
         continue;
