@@ -2,16 +2,13 @@
 // (smt/Intervals.h) and kept models moved to a query's own index bounds
 // (smt/Repair.h). Each must give exactly Z3's answer: a goal that does not
 // follow is never proven, and a size no assumption leaves free is never moved.
+#include "Terms.h"
 #include "shardproof/smt/Solver.h"
 
 #include <gtest/gtest.h>
 
 using namespace shardproof::smt;
-
-namespace {
-Expr sym(const char *n) { return Expr::intVar(n); }
-Expr k(int64_t v) { return Expr::intConst(v); }
-} // namespace
+using namespace shardproof::smt::test;
 
 TEST(Intervals, AnIndexBoundOnThePathProvesTheSameBoundWrittenAnotherWay) {
   // 0 <= i < 256 => not (256 <= i): what a cover asks of every shard's

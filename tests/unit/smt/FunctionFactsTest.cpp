@@ -1,6 +1,7 @@
 // A tensor's value range (a quantified fact about one function) joins only the
 // queries that apply that function, and only when it constrains nothing else:
 // the answers are the ones every fact together gives.
+#include "Terms.h"
 #include "shardproof/smt/Solver.h"
 
 #include <gtest/gtest.h>
@@ -12,11 +13,9 @@
 #include <sstream>
 
 using namespace shardproof::smt;
+using namespace shardproof::smt::test;
 
 namespace {
-Expr sym(const char *n) { return Expr::intVar(n); }
-Expr k(int64_t v) { return Expr::intConst(v); }
-
 // forall q in [0, n): lo <= ids(q) <= hi
 Expr rangeOf(const char *fn, const Expr &n, const Expr &lo, const Expr &hi) {
   Expr q = sym("q!0");

@@ -1,6 +1,7 @@
 // The solver's result cache, its incremental mode and the parallel prefetch:
 // repeated formulas are answered once, never for a different formula or under
 // different assumptions, and the answers match a fresh solver's.
+#include "Terms.h"
 #include "shardproof/smt/Solver.h"
 
 #include <gtest/gtest.h>
@@ -10,11 +11,7 @@
 #include <filesystem>
 
 using namespace shardproof::smt;
-
-namespace {
-Expr sym(const char *n) { return Expr::intVar(n); }
-Expr k(int64_t v) { return Expr::intConst(v); }
-} // namespace
+using namespace shardproof::smt::test;
 
 TEST(SolverCache, TheSameFormulaTwiceReachesZ3OnceAndIsDumpedOnce) {
   Solver s;

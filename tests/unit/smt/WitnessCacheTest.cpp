@@ -2,16 +2,15 @@
 // answered Sat without Z3 (most index conditions a path leaves open are). The
 // shortcut must give exactly the answers Z3 gives: a kept model is dropped
 // when a fact joins, and never stands in for a range it was not built under.
+#include "Terms.h"
 #include "shardproof/smt/Solver.h"
 
 #include <gtest/gtest.h>
 
 using namespace shardproof::smt;
+using namespace shardproof::smt::test;
 
 namespace {
-Expr sym(const char *n) { return Expr::intVar(n); }
-Expr k(int64_t v) { return Expr::intConst(v); }
-
 // forall q in [0, n): lo <= fn(q) <= hi
 Expr rangeOf(const char *fn, const Expr &n, int64_t lo, int64_t hi) {
   Expr q = sym("q!0");
