@@ -146,9 +146,11 @@ bool NodeEvaluator::reuseFromLayerBelow(const Step &s, const MemoKey &key) {
     return false;
   const NodeMemo::Result &m = *hit->first;
   const Node &n = s.n;
-  const std::string was = m.node, now = describe(n);
-  for (const Obligation &o : m.op->obligations)
-    s.raised.push_back({{retarget(o.what, was, now), o.cond}, s.rank, n.name, n.modulePath()});
+  if (!m.op->obligations.empty()) { // most reused nodes raise none: no description to build
+    const std::string was = m.node, now = describe(n);
+    for (const Obligation &o : m.op->obligations)
+      s.raised.push_back({{retarget(o.what, was, now), o.cond}, s.rank, n.name, n.modulePath()});
+  }
   applyResult(s, *m.op);
   if (m.elements)
     for (size_t o = 0; o < m.terms.size(); ++o)
