@@ -20,9 +20,6 @@ constexpr int64_t kSmall = int64_t{1} << 40;
 
 bool fits(I128 v) { return v >= kMin && v <= kMax; }
 
-// Floor and ceiling of n / d for d > 0 (C++ division truncates toward zero).
-int64_t floorDiv(int64_t n, int64_t d) { return n / d - (n % d != 0 && n < 0); }
-int64_t ceilDiv(int64_t n, int64_t d) { return n / d + (n % d != 0 && n > 0); }
 
 bool isComparison(Z3_decl_kind k) {
   return k == Z3_OP_LE || k == Z3_OP_LT || k == Z3_OP_GE || k == Z3_OP_GT || k == Z3_OP_EQ;
@@ -233,10 +230,10 @@ bool IntervalProver::proves(const Expr &formula, const SizeFacts &sizes) {
     auto [atom, c] = f->terms.front();
     auto &r = box.range[atom];
     if (c > 0) { // c*x + k >= 0: x >= ceil(-k / c)
-      int64_t lo = ceilDiv(-f->constant, c);
+      int64_t lo = ceilDivInt(-f->constant, c);
       r.first = r.first ? std::max(*r.first, lo) : lo;
     } else { // -|c|*x + k >= 0: x <= floor(k / |c|)
-      int64_t hi = floorDiv(f->constant, -c);
+      int64_t hi = floorDivInt(f->constant, -c);
       r.second = r.second ? std::min(*r.second, hi) : hi;
     }
   }

@@ -24,6 +24,11 @@ inline Expr argOf(Z3_ast a, unsigned i) { return fromRaw(Z3_get_app_arg(ctx(), Z
 
 inline bool isDivMod(Z3_decl_kind k) { return k == Z3_OP_DIV || k == Z3_OP_IDIV || k == Z3_OP_MOD; }
 
+/// Floor and ceiling of n / d for machine integers, d > 0 (C++ truncates
+/// toward zero): the bound an inequality c*x + r >= 0 puts on x.
+inline int64_t floorDivInt(int64_t n, int64_t d) { return n / d - (n % d != 0 && n < 0); }
+inline int64_t ceilDivInt(int64_t n, int64_t d) { return n / d + (n % d != 0 && n > 0); }
+
 /// An integer expression as constant + sum of coef * atom (atoms by AST id).
 struct Linear {
   int64_t constant = 0;

@@ -33,8 +33,6 @@ void flatten(const Expr &e, bool negated, std::vector<Expr> &out) {
   out.push_back(negated ? !e : e);
 }
 
-int64_t floorDiv(int64_t n, int64_t d) { return n / d - (n % d != 0 && n < 0); }
-int64_t ceilDiv(int64_t n, int64_t d) { return n / d + (n % d != 0 && n > 0); }
 
 } // namespace
 
@@ -144,10 +142,10 @@ Repairer::values(const std::vector<const Bound *> &bounds, const Expr::Env &fixe
       return std::nullopt;
     auto &[lo, hi] = box[b->var];
     if (b->coef > 0) { // x >= ceil(-r / coef)
-      int64_t v = ceilDiv(-r, b->coef);
+      int64_t v = ceilDivInt(-r, b->coef);
       lo = lo ? std::max(*lo, v) : v;
     } else { // x <= floor(r / -coef)
-      int64_t v = floorDiv(r, -b->coef);
+      int64_t v = floorDivInt(r, -b->coef);
       hi = hi ? std::min(*hi, v) : v;
     }
   }
