@@ -350,7 +350,11 @@ struct Evaluator {
         if (c >= readAsCut.size())
           readAsCut.resize(c + 1);
         readAsCut[c] = 1;
-        return leafOf(hashOf(cutHash, c, "#cut" + std::to_string(c)), idx);
+        // In [0.5, 1.5]: a cut class is often a normalizer (a sum of
+        // exponentials, a variance) that a log, root or division reads; at
+        // values in [-1, 1] those gave NaN on both sides, which compares as
+        // nothing, and the loss's proposal fell to a second of unfolding.
+        return 1.0 + 0.5 * leafOf(hashOf(cutHash, c, "#cut" + std::to_string(c)), idx);
       }
       const int64_t flat = flatIndex(c, idx);
       if (auto v = memoized(c, flat))
