@@ -186,8 +186,14 @@ llvm::Expected<spec::Placement> OutputCheck::placementOf(const std::string &name
 // with the spec's claim in the relation language.
 void OutputCheck::labelProvenOutput(const std::string &name, const spec::Placement &pl) {
   auto &rows = core.result.rows;
-  auto row = std::find_if(rows.begin(), rows.end(), [&](const RelationRow &r) { return r.tensor == name; });
-  if (row == rows.end() || row->status != RelationRow::Unmatched)
+  if (rowOf.empty())
+    for (size_t i = 0; i < rows.size(); ++i)
+      rowOf.try_emplace(rows[i].tensor, i);
+  auto it = rowOf.find(name);
+  if (it == rowOf.end() || it->second >= rows.size() || rows[it->second].tensor != name)
+    return;
+  RelationRow *row = &rows[it->second];
+  if (row->status != RelationRow::Unmatched)
     return;
   using K = spec::Placement::Kind;
   const int P = core.worldSize();

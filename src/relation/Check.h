@@ -7,6 +7,8 @@
 #include "Claims.h"
 #include "Core.h"
 
+#include <llvm/ADT/StringMap.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -24,6 +26,9 @@ public:
 private:
   CheckCore &core;
   Claims &claims;
+  /// The relation table's row of each tensor (the first), for labelling the
+  /// proven outputs: a search per output was quadratic in a training step.
+  llvm::StringMap<size_t> rowOf;
 
   void checkObligations(const std::vector<PendingObligation> &obligations);
   Failure obligationFailure(const PendingObligation &po, const smt::Proof &p);

@@ -127,4 +127,13 @@ MemoKey proposalKey(const Term &t, const Shape &shape, const std::vector<std::ve
   return k;
 }
 
+MemoKey agreementKey(const Term &ref, const Term &side, const Shape &shape, const ClassTable &classes) {
+  MemoKey k(&classes);
+  k.str("agree");
+  k.shape(shape);
+  k.term(ref);
+  k.term(side);
+  return k;
+}
+
 } // namespace shardproof::relation

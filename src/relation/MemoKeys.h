@@ -22,5 +22,9 @@ MemoKey collectiveKey(const ir::Node &n0, const std::vector<ir::Shape> &shapes, 
 /// ranks' terms it must equal (empty: the candidate has no sides).
 MemoKey proposalKey(const Term &t, const ir::Shape &shape, const std::vector<std::vector<Term>> &candidates,
                     const ClassTable &classes);
+/// An output's agreement with one rank's side of its claim: the reference
+/// term and the side (each layer's weight gradients agree by the same
+/// unfoldings of renamed classes).
+MemoKey agreementKey(const Term &ref, const Term &side, const ir::Shape &shape, const ClassTable &classes);
 
 } // namespace shardproof::relation
