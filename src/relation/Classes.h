@@ -31,7 +31,13 @@ struct ClassInfo {
   int rank = -1;      // -1: shared by every rank (replicated leaf, collective output)
   std::string node;   // producing node on its first rank ("" for leaves)
   std::string module;
-  std::vector<std::string> members; // "rank 0: /fc1/MatMul_output_0"
+  /// The rank values interned as this class (value ids in their rank's
+  /// graph): a million in a 126-layer step, so ids, not text.
+  struct Member {
+    int rank;
+    int value;
+  };
+  std::vector<Member> members;
   std::vector<double> data;          // Constant: values (row-major)
   /// Leaf integer inputs with a spec `values` range [min, max]: their elements
   /// are uninterpreted functions of the index, bounded by it.

@@ -37,18 +37,14 @@ struct RegionNode {
 };
 
 // The node writing class `c` on `preferred` rank (else on its first rank),
-// from the members the class was interned with ("rank 1: /fc1/MatMul_output_0").
+// from the members the class was interned with.
 std::optional<RegionNode> nodeOf(const CheckCore &S, ClassId c, int preferred) {
   std::optional<RegionNode> first;
-  for (const std::string &m : S.classes.peek(c).members) {
-    size_t colon = m.find(": ");
-    if (m.rfind("rank ", 0) != 0 || colon == std::string::npos)
+  for (const ClassInfo::Member &m : S.classes.peek(c).members) {
+    int r = m.rank;
+    if (r < 0 || r >= S.worldSize() || m.value < 0 || m.value >= static_cast<int>(S.ranks[r].values.size()))
       continue;
-    int r = std::atoi(m.c_str() + 5);
-    if (r < 0 || r >= S.worldSize())
-      continue;
-    auto id = S.ranks[r].find(m.substr(colon + 2));
-    int p = id ? S.ranks[r].values[*id].producer : -1;
+    int p = S.ranks[r].values[m.value].producer;
     if (p < 0)
       continue;
     RegionNode rn{p, r, &S.ranks[r].nodes[p], c};

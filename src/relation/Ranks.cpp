@@ -41,30 +41,39 @@ static void internValue(RankWorld &S, int r, const Node &n, int out, bool evenIf
     return; // views stay as index remaps of their inputs
   IndexVec iv = indexVars("i", static_cast<unsigned>(v.shape->rank()));
   IndexVec uv = indexVars("u", static_cast<unsigned>(v.shape->rank()));
-  ClassInfo ci;
-  ci.kind = ClassInfo::Compute;
   // Every layer renames the same index expressions: remember Z3's answers.
-  ci.def = mapExprs(v.term, [&](const Expr &e) {
+  Term def = mapExprs(v.term, [&](const Expr &e) {
     auto [it, fresh] = S.iToU.try_emplace(e.id());
     if (fresh || !it->second.first.same(e))
       it->second = {e, e.substitute({iv.begin(), iv.end()}, {uv.begin(), uv.end()})};
     return it->second.second;
   });
-  ci.shape = *v.shape;
-  ci.rank = r;
-  ci.node = n.name;
-  ci.module = n.modulePath();
-  ci.label = S.ranks[r].values[out].name + "@" + std::to_string(r);
-  bool created = false;
-  ClassId c = S.classes.intern(ci, created);
-  if (!created && S.classes[c].rank != r && S.classes[c].rank >= 0) {
+  // Most values are a class already (the same computation on every rank):
+  // its names are built only for a new one.
+  std::optional<ClassId> known = S.classes.find(def, *v.shape);
+  ClassId c;
+  if (known) {
+    c = *known;
+  } else {
+    ClassInfo ci;
+    ci.kind = ClassInfo::Compute;
+    ci.def = std::move(def);
+    ci.shape = *v.shape;
+    ci.rank = r;
+    ci.node = n.name;
+    ci.module = n.modulePath();
+    ci.label = S.ranks[r].values[out].name + "@" + std::to_string(r);
+    bool created = false;
+    c = S.classes.intern(std::move(ci), created);
+  }
+  if (known && S.classes[c].rank != r && S.classes[c].rank >= 0) {
     // The same computation on several ranks: one class, shared.
     auto &info = S.classes[c];
     info.rank = -1;
     if (auto at = info.label.rfind('@'); at != std::string::npos)
       info.label = info.label.substr(0, at) + "@*";
   }
-  S.classes[c].members.push_back("rank " + std::to_string(r) + ": " + S.ranks[r].values[out].name);
+  S.classes[c].members.push_back({r, out});
   v.term = mkRead(c, broadcastReadIndex(S.classes[c].def, iv));
 }
 
