@@ -485,6 +485,21 @@ Term distributeConstants(const Term &t) {
   return t;
 }
 
+// Renaming classes changes no kind, index, bound or condition: a node whose
+// children kept their kinds (none became a constant) meets the same folds in
+// its smart constructor as before, so it is copied with its new children
+// rather than rebuilt (a reused layer renames about a million nodes; the
+// index simplification and bound arithmetic of mkRead and mkReduce were most
+// of that). Operands of Add, Mul, Max2 and Min2 are re-sorted by class, and a
+// Select whose branches became equal folds: those still go through mkApply
+// and mkSelect.
+static bool keptKinds(const std::vector<Term> &before, const std::vector<Term> &after) {
+  for (size_t i = 0; i < before.size(); ++i)
+    if (after[i]->kind != before[i]->kind || after[i]->kind == TermKind::Const)
+      return false;
+  return true;
+}
+
 static Term renameIn(const Term &t, const std::function<ClassId(ClassId)> &rename,
                      llvm::SmallDenseMap<const TermNode *, Term, 16> &done) {
   if (auto it = done.find(t.get()); it != done.end())
@@ -496,11 +511,19 @@ static Term renameIn(const Term &t, const std::function<ClassId(ClassId)> &renam
     break;
   case TermKind::Read: {
     ClassId c = rename(t->cls);
-    out = c == t->cls ? t : mkRead(c, t->idx);
+    if (c == t->cls) {
+      out = t;
+    } else {
+      TermNode n{TermKind::Read};
+      n.cls = c;
+      n.idx = t->idx; // simplified when t was made
+      out = finish(std::move(n));
+    }
     break;
   }
   case TermKind::Apply: {
     std::vector<Term> args;
+    args.reserve(t->args.size());
     bool same = true;
     for (auto &a : t->args) {
       args.push_back(renameIn(a, rename, done));
@@ -508,17 +531,49 @@ static Term renameIn(const Term &t, const std::function<ClassId(ClassId)> &renam
     }
     // Nothing below renamed (index arithmetic, constants): the node as it is,
     // not rebuilt (and its operands re-sorted) by the smart constructor.
-    out = same ? t : mkApply(t->fn, std::move(args), t->name);
+    if (same) {
+      out = t;
+    } else if (t->fn != Fn::Add && t->fn != Fn::Mul && t->fn != Fn::Max2 && t->fn != Fn::Min2 &&
+               keptKinds(t->args, args)) {
+      TermNode n{TermKind::Apply};
+      n.fn = t->fn;
+      n.name = t->name;
+      n.args = std::move(args);
+      out = finish(std::move(n));
+    } else {
+      out = mkApply(t->fn, std::move(args), t->name);
+    }
     break;
   }
   case TermKind::Sum: {
     Term body = renameIn(t->args[0], rename, done);
-    out = body == t->args[0] ? t : mkReduce(t->red, t->level, t->lo, t->hi, std::move(body));
+    if (body == t->args[0]) {
+      out = t;
+    } else if (keptKinds(t->args, {body})) {
+      TermNode n{TermKind::Sum};
+      n.red = t->red;
+      n.level = t->level;
+      n.lo = t->lo;
+      n.hi = t->hi;
+      n.args = {std::move(body)};
+      out = finish(std::move(n));
+    } else {
+      out = mkReduce(t->red, t->level, t->lo, t->hi, std::move(body));
+    }
     break;
   }
   case TermKind::Select: {
     Term a = renameIn(t->args[0], rename, done), b = renameIn(t->args[1], rename, done);
-    out = a == t->args[0] && b == t->args[1] ? t : mkSelect(t->cond, std::move(a), std::move(b));
+    if (a == t->args[0] && b == t->args[1]) {
+      out = t;
+    } else if (!sameTerm(a, b)) {
+      TermNode n{TermKind::Select};
+      n.cond = t->cond;
+      n.args = {std::move(a), std::move(b)};
+      out = finish(std::move(n));
+    } else {
+      out = mkSelect(t->cond, std::move(a), std::move(b));
+    }
     break;
   }
   }

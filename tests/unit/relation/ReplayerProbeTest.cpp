@@ -160,6 +160,34 @@ TEST_F(ReplayerProbe, AShallowProbeReadsWhatIsBelowItsCutWithoutEvaluatingIt) {
   EXPECT_NEAR(real, std::ldexp(full.at(readTotal(), {}), 199), std::fabs(real) * 1e-12);
 }
 
+// What a shallow probe reads below its cut is often a normalizer (a sum of
+// exponentials, a variance) that a log, a root or a division reads. Numbers
+// in [-1, 1] there made both sides NaN, which compare as nothing, and the
+// training step's loss proposal fell to a second of unfolding.
+TEST_F(ReplayerProbe, ALogOrRootOfWhatIsBelowTheCutIsANumber) {
+  ClassInfo sq;
+  sq.kind = ClassInfo::Compute;
+  sq.label = "sq";
+  sq.shape.dims = {Expr::intConst(kN)};
+  sq.def = mkMul({mkRead(x, {indexVar("u", 0)}), mkRead(x, {indexVar("u", 0)})});
+  ClassId below = table.add(sq);
+  ClassInfo top;
+  top.kind = ClassInfo::Compute;
+  top.label = "top";
+  top.shape.dims = {Expr::intConst(kN)};
+  Term read = mkRead(below, {indexVar("u", 0)});
+  top.def = mkAdd({mkApply(Fn::Log, {read}), mkDiv(mkConst(1), mkApply(Fn::Sqrt, {read}))});
+  ClassId topId = table.add(top);
+  Replayer shallow(table, {});
+  shallow.cutBelow({topId});
+  shallow.setBudget(100 * kN);
+  for (int64_t k = 0; k < 64; ++k) {
+    double v = shallow.at(mkRead(topId, {Expr::intConst(k)}), {});
+    ASSERT_TRUE(shallow.complete());
+    EXPECT_TRUE(std::isfinite(v)) << "element " << k << " of log(c) + 1/sqrt(c) below the cut is " << v;
+  }
+}
+
 // Neighbouring tensors' shallow probes share one replayer (Propose.cpp): the
 // LM end's picked logits, their reshape and the loss all read the logits,
 // 0.4 s to evaluate at the bench's widths. Widening the cut keeps what was
