@@ -479,3 +479,27 @@ TEST(TermRename, PartsReadingNoRenamedClassAreKeptAsTheyAre) {
   EXPECT_TRUE(maskShared);
   EXPECT_EQ(renameClasses(t, [](ClassId c) { return c; }), t); // nothing renamed: the term itself
 }
+
+// A renamed node is copied with its renamed children, not rebuilt through
+// the smart constructors: it must be the very term those would build (same
+// hash, so memo keys and class lookups find it), and where a renaming makes
+// two classes one, the folds the constructors would apply still happen.
+TEST(TermRename, ACopiedNodeIsTheTermBuiltDirectlyAndMergedBranchesStillFold) {
+  IndexVec i = indexVars("i", 2);
+  auto build = [&](ClassId a, ClassId b) {
+    Term sum = mkSum(0, Expr::intConst(0), Expr::intVar("n"), mkApply(Fn::Exp, {mkRead(a, {i[0], boundVar(0)})}));
+    Term sel = mkSelect(i[1] < Expr::intVar("h"), mkRead(a, i), mkRead(b, i));
+    return mkApply(Fn::Tanh, {mkDiv(sel, sum)});
+  };
+  Term t = build(1, 3);
+  Term renamed = renameClasses(t, [](ClassId c) { return c == 1 ? ClassId(2) : c; });
+  Term direct = build(2, 3);
+  EXPECT_TRUE(sameTerm(renamed, direct));
+  EXPECT_EQ(renamed->hash, direct->hash);
+  EXPECT_EQ(renamed->skeleton, direct->skeleton);
+  // 1 and 3 both become 3: the Select's branches are one read, as mkSelect makes it.
+  Term merged = renameClasses(t, [](ClassId c) { return c == 1 ? ClassId(3) : c; });
+  Term mergedDirect = build(3, 3);
+  EXPECT_TRUE(sameTerm(merged, mergedDirect));
+  EXPECT_EQ(merged->hash, mergedDirect->hash);
+}
