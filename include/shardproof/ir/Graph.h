@@ -23,8 +23,22 @@ const char *toString(DType t);
 bool isFloating(DType t);
 
 using Dim = smt::Expr;
+
+/// A shape's dims. SmallVector's move is not declared noexcept, so a
+/// std::vector of anything holding one (classes, values, op results) copied
+/// every element, Z3 references and all, each time it grew; moving dims
+/// cannot throw (an Expr's move does not), and says so here.
+struct DimVec : llvm::SmallVector<Dim, 4> {
+  using llvm::SmallVector<Dim, 4>::SmallVector;
+  DimVec() = default;
+  DimVec(const DimVec &) = default;
+  DimVec(DimVec &&) noexcept = default;
+  DimVec &operator=(const DimVec &) = default;
+  DimVec &operator=(DimVec &&) noexcept = default;
+};
+
 struct Shape {
-  llvm::SmallVector<Dim, 4> dims;
+  DimVec dims;
   size_t rank() const { return dims.size(); }
   std::string str() const; // "[batch, seq, 8]"
   /// The same dims, as hash-consed expressions (no solver call).
