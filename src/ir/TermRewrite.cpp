@@ -112,11 +112,20 @@ Term distributeConstants(const Term &t) {
 // of that). Operands of Add, Mul, Max2 and Min2 are re-sorted by class, and a
 // Select whose branches became equal folds: those still go through mkApply
 // and mkSelect.
+static bool keptKind(const Term &before, const Term &after) {
+  return after->kind == before->kind && after->kind != TermKind::Const;
+}
 static bool keptKinds(const std::vector<Term> &before, const std::vector<Term> &after) {
   for (size_t i = 0; i < before.size(); ++i)
-    if (after[i]->kind != before[i]->kind || after[i]->kind == TermKind::Const)
+    if (!keptKind(before[i], after[i]))
       return false;
   return true;
+}
+// `t` with other children, its hash and skeleton computed again.
+static Term copyWith(const Term &t, std::vector<Term> args) {
+  TermNode n = *t;
+  n.args = std::move(args);
+  return finish(std::move(n));
 }
 
 static Term renameIn(const Term &t, const std::function<ClassId(ClassId)> &rename,
@@ -133,10 +142,8 @@ static Term renameIn(const Term &t, const std::function<ClassId(ClassId)> &renam
     if (c == t->cls) {
       out = t;
     } else {
-      TermNode n{};
-      n.kind = TermKind::Read;
+      TermNode n = *t; // its index expressions were simplified when t was made
       n.cls = c;
-      n.idx = t->idx; // simplified when t was made
       out = finish(std::move(n));
     }
     break;
@@ -155,12 +162,7 @@ static Term renameIn(const Term &t, const std::function<ClassId(ClassId)> &renam
       out = t;
     } else if (t->fn != Fn::Add && t->fn != Fn::Mul && t->fn != Fn::Max2 && t->fn != Fn::Min2 &&
                keptKinds(t->args, args)) {
-      TermNode n{};
-      n.kind = TermKind::Apply;
-      n.fn = t->fn;
-      n.name = t->name;
-      n.args = std::move(args);
-      out = finish(std::move(n));
+      out = copyWith(t, std::move(args));
     } else {
       out = mkApply(t->fn, std::move(args), t->name);
     }
@@ -170,15 +172,8 @@ static Term renameIn(const Term &t, const std::function<ClassId(ClassId)> &renam
     Term body = renameIn(t->args[0], rename, done);
     if (body == t->args[0]) {
       out = t;
-    } else if (keptKinds(t->args, {body})) {
-      TermNode n{};
-      n.kind = TermKind::Sum;
-      n.red = t->red;
-      n.level = t->level;
-      n.lo = t->lo;
-      n.hi = t->hi;
-      n.args = {std::move(body)};
-      out = finish(std::move(n));
+    } else if (keptKind(t->args[0], body)) {
+      out = copyWith(t, {std::move(body)});
     } else {
       out = mkReduce(t->red, t->level, t->lo, t->hi, std::move(body));
     }
@@ -189,11 +184,7 @@ static Term renameIn(const Term &t, const std::function<ClassId(ClassId)> &renam
     if (a == t->args[0] && b == t->args[1]) {
       out = t;
     } else if (!sameTerm(a, b)) {
-      TermNode n{};
-      n.kind = TermKind::Select;
-      n.cond = t->cond;
-      n.args = {std::move(a), std::move(b)};
-      out = finish(std::move(n));
+      out = copyWith(t, {std::move(a), std::move(b)});
     } else {
       out = mkSelect(t->cond, std::move(a), std::move(b));
     }

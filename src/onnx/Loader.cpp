@@ -8,8 +8,8 @@
 #include <google/protobuf/arena.h>
 
 #include <algorithm>
-#include <cassert>
 #include <atomic>
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -163,10 +163,14 @@ public:
 private:
   llvm::Error err(const std::string &msg) { return userError(file_ + ": " + msg); }
 
-  int addValue(const std::string &name) {
+  // A value of this name, not yet in the name table.
+  int newValue(const std::string &name) {
     int id = static_cast<int>(g_.values.size());
-    g_.values.push_back({});
-    g_.values.back().name = name;
+    g_.values.emplace_back().name = name;
+    return id;
+  }
+  int addValue(const std::string &name) {
+    int id = newValue(name);
     g_.byName[name] = id;
     return id;
   }
@@ -351,9 +355,8 @@ private:
       if (o.empty()) {
         id = addValue(node.name + ":unused" + std::to_string(slot)); // an omitted output still occupies its slot
       } else {
-        id = static_cast<int>(g_.values.size());
-        g_.values.emplace_back().name = o;
-        writes[slot]->second = id;
+        id = newValue(o);
+        writes[slot]->second = id; // its table entry, made by addNodes
       }
       g_.values[id].producer = nodeId;
       g_.values[id].producerSlot = slot;

@@ -171,7 +171,7 @@ bool Claims::elementsAgree(OutputResult &res, int id, int rank, const Term &side
   }
   MemoRecording rec(core, std::move(key));
   if (!unfoldUntilEqual(a0, b0, *diff, kQuickUnfoldSteps)) {
-    rec.store({{}, 0});
+    rec.store({}); // agreement alone: no terms to keep
     return true;
   }
   Failure f{Failure::OutputMismatch, "", "", "", "", name, {}, std::nullopt};

@@ -144,8 +144,12 @@ ClassId ClassTable::intern(ClassInfo info, bool &created) {
     created = false;
     return *c;
   }
-  size_t h = info.def->hash;
   created = true;
+  return addNew(std::move(info));
+}
+
+ClassId ClassTable::addNew(ClassInfo info) {
+  size_t h = info.def->hash;
   ClassId id = add(std::move(info));
   byHash_[h].push_back(id);
   return id;

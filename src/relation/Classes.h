@@ -141,6 +141,9 @@ public:
   /// Hash-consing of computed classes: returns an existing class with the same
   /// definition and shape, or creates one.
   ClassId intern(ClassInfo info, bool &created);
+  /// A computed class find() does not know yet (the caller just asked it):
+  /// added and registered for find, without looking it up again.
+  ClassId addNew(ClassInfo info);
   /// One region of a class definition: where `cond` holds (over u!0..), the
   /// element is `leaf`. A definition without a top-level Select is one piece.
   struct Piece {

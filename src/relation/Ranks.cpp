@@ -63,8 +63,7 @@ static void internValue(RankWorld &S, int r, const Node &n, int out, bool evenIf
     ci.node = n.name;
     ci.module = n.modulePath();
     ci.label = S.ranks[r].values[out].name + "@" + std::to_string(r);
-    bool created = false;
-    c = S.classes.intern(std::move(ci), created);
+    c = S.classes.addNew(std::move(ci));
   }
   if (known && S.classes[c].rank != r && S.classes[c].rank >= 0) {
     // The same computation on several ranks: one class, shared.
