@@ -310,8 +310,9 @@ private:
             return err("the graph has a cycle through node " + describe(gp.node(n), n));
       }
     }
+    // data() + offset, not &v[i]: a graph whose nodes read nothing has no reads[0].
     for (int n : order)
-      if (auto e = addNode(gp.node(n), n, &reads[readsAt[n]], &writes[writesAt[n]]))
+      if (auto e = addNode(gp.node(n), n, reads.data() + readsAt[n], writes.data() + writesAt[n]))
         return e;
     return llvm::Error::success();
   }
