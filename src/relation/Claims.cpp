@@ -266,6 +266,7 @@ std::optional<Expr> Claims::unfoldUntilEqual(Term a0, Term b0, Expr diff, unsign
   // only one side reads first (a data-parallel loss, Prover::equal's sizes).
   for (bool oneSidedFirst : {false, true}) {
     Term a = a0, b = b0;
+    bool normal = false;
     d = diff;
     unsigned expansions = 0;
     bool undecided = false;
@@ -279,8 +280,9 @@ std::optional<Expr> Claims::unfoldUntilEqual(Term a0, Term b0, Expr diff, unsign
       // the answer is UNKNOWN with the solver's reason either way.
       const unsigned undecidedBefore = core.solver.undecided();
       for (ClassId p : withPeers(a, b, c, classes)) {
-        a = prover.expandClass(a, p, 0);
-        b = prover.expandClass(b, p, 0);
+        a = normal ? prover.expandClassInNormal(a, p, 0) : prover.expandClass(a, p, 0);
+        b = normal ? prover.expandClassInNormal(b, p, 0) : prover.expandClass(b, p, 0);
+        normal = true; // both were normalized here, under this path
       }
       d = prover.firstDifference(a, b, 0);
       undecided = d && core.solver.undecided() != undecidedBefore;

@@ -201,23 +201,108 @@ Term Prover::normalize(const Term &t, int level) {
     std::vector<Term> args;
     for (auto &a : t->args)
       args.push_back(normalize(a, level));
-    // Index selects move to the top, so every leaf of the result is Select-free.
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (args[i]->kind != TermKind::Select)
-        continue;
-      auto thenArgs = args, elseArgs = args;
-      thenArgs[i] = args[i]->args[0];
-      elseArgs[i] = args[i]->args[1];
-      return normalize(mkSelect(args[i]->cond, mkApply(t->fn, thenArgs, t->name),
-                                mkApply(t->fn, elseArgs, t->name)),
-                       level);
-    }
-    return cancelSoftmaxShift(foldNegInfSum(mkApply(t->fn, std::move(args), t->name)));
+    return applyNormalized(t, std::move(args), level);
   }
   case TermKind::Sum:
     return normalizeSum(t, level);
   }
   return t;
+}
+
+// `t`'s function applied to `args`, each normalized under the path. Index
+// selects move to the top, so every leaf of the result is Select-free. A
+// lifted select's branches were normalized under its condition already; the
+// other arguments are normalized again under it only where it can say
+// something about them: a sequence shard's bound says nothing about a
+// weight shard's feature bound (an SP activation's 8 branches times a TP
+// weight's 8 were each normalized again under the other's conditions).
+Term Prover::applyNormalized(const Term &t, std::vector<Term> args, int level) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i]->kind != TermKind::Select)
+      continue;
+    const Expr c = args[i]->cond;
+    Term sides[2];
+    for (int branch = 0; branch < 2; ++branch) {
+      Scope s(*this, branch == 0 ? c : !c);
+      std::vector<Term> in = args;
+      in[i] = args[i]->args[branch];
+      for (size_t j = 0; j < in.size(); ++j)
+        if (j != i && mayConstrain(c, in[j]))
+          in[j] = normalize(in[j], level);
+      sides[branch] = applyNormalized(t, std::move(in), level);
+    }
+    return mkSelect(c, sides[0], sides[1]);
+  }
+  return cancelSoftmaxShift(foldNegInfSum(mkApply(t->fn, std::move(args), t->name)));
+}
+
+// Every index expression, bound and condition in `t`.
+static void visitExprs(const Term &t, const std::function<void(const Expr &)> &f) {
+  switch (t->kind) {
+  case TermKind::Const: return;
+  case TermKind::Read:
+    for (const Expr &e : t->idx)
+      f(e);
+    return;
+  case TermKind::Sum:
+    f(t->lo);
+    f(t->hi);
+    break;
+  case TermKind::Select: f(t->cond); break;
+  case TermKind::Apply: break;
+  }
+  for (const Term &a : t->args)
+    visitExprs(a, f);
+}
+
+// Could adding `c` to the path change how `t` normalizes? Yes unless `t`'s
+// expressions share no variable with `c` or with path conditions linked to
+// it. Sizes count as linked to each other (the spec's facts relate them),
+// and functions of data (token ids) as linked to everything. A wrong "no"
+// would only leave a branch unpruned: the term stays exact either way.
+bool Prover::mayConstrain(const Expr &c, const Term &t) {
+  if (!c.functions().empty())
+    return true;
+  auto isIndex = [](const std::string &v) { return v.rfind("i!", 0) == 0 || v.rfind("k!", 0) == 0; };
+  std::set<std::string> linked;
+  bool sizes = false;
+  auto take = [&](const Expr &e) {
+    for (auto &v : e.vars()) {
+      sizes |= !isIndex(v);
+      linked.insert(v);
+    }
+  };
+  take(c);
+  std::vector<bool> taken(path_.size(), false);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t p = 0; p < path_.size(); ++p) {
+      if (taken[p])
+        continue;
+      std::vector<std::string> vs = path_[p].vars();
+      bool shares = std::any_of(vs.begin(), vs.end(),
+                                [&](const std::string &v) { return linked.count(v) || (sizes && !isIndex(v)); });
+      if (shares) {
+        taken[p] = grew = true;
+        take(path_[p]);
+      }
+    }
+  }
+  bool hit = false;
+  visitExprs(t, [&](const Expr &e) {
+    if (hit)
+      return;
+    if (!e.functions().empty() && sizes) {
+      hit = true;
+      return;
+    }
+    for (auto &v : e.vars())
+      if (linked.count(v) || (sizes && !isIndex(v))) {
+        hit = true;
+        return;
+      }
+  });
+  return hit;
 }
 
 // A split point of the bound variable from a condition below the top of a
@@ -264,21 +349,30 @@ static std::optional<std::pair<Expr, Term>> onePoint(const Term &sel, const std:
   return std::make_pair(e, there);
 }
 
+// Nested reductions being normalized (splitting stops at 64).
+static thread_local int sumDepth = 0;
+
 Term Prover::normalizeSum(const Term &t, int level) {
-  static thread_local int depth = 0;
   struct Guard {
-    Guard() { ++depth; }
-    ~Guard() { --depth; }
+    Guard() { ++sumDepth; }
+    ~Guard() { --sumDepth; }
   } guard;
+  const int L = t->level;
+  const Expr k = boundVar(L);
+  Term body;
+  {
+    Scope s(*this, t->lo <= k && k < t->hi);
+    body = normalize(t->args[0], L + 1);
+  }
+  return reduceNormalized(t, std::move(body), level);
+}
+
+// The reduction `t` over `body`, normalized under the path and `t`'s range.
+Term Prover::reduceNormalized(const Term &t, Term body, int level) {
   int L = t->level;
   Expr k = boundVar(L);
   std::string kName = "k!" + std::to_string(L);
   Expr lo = t->lo, hi = t->hi;
-  Term body;
-  {
-    Scope s(*this, lo <= k && k < hi);
-    body = normalize(t->args[0], L + 1);
-  }
   if (body->kind == TermKind::Select && t->red == Fn::Add)
     if (auto point = onePoint(body, kName)) {
       // Summing a one-hot over its columns (the log-softmax gradient's
@@ -287,11 +381,20 @@ Term Prover::normalizeSum(const Term &t, int level) {
       Term at = relevel(substitute(point->second, {k}, {point->first}), L + 1, -1);
       return normalize(mkSelect(lo <= point->first && point->first < hi, at, mkConst(0)), level);
     }
-  if (body->kind == TermKind::Select && depth < 64) {
-    const Expr &c = body->cond;
-    if (!c.mentions(kName))
-      return normalize(mkSelect(c, mkReduceLike(t, lo, hi, body->args[0]), mkReduceLike(t, lo, hi, body->args[1])),
-                       level);
+  if (body->kind == TermKind::Select && sumDepth < 64) {
+    const Expr c = body->cond;
+    if (!c.mentions(kName)) {
+      // The branches are normal under c already: each becomes a reduction
+      // as it is (normalizing them again, under the same conditions in
+      // another order, missed every cache: with the lifting above, a
+      // first-layer MatMul of the TP8 + SP step took 0.2 s, now 0.05 s).
+      Term sides[2];
+      for (int branch = 0; branch < 2; ++branch) {
+        Scope s(*this, branch == 0 ? c : !c);
+        sides[branch] = reduceNormalized(t, body->args[branch], level);
+      }
+      return mkSelect(c, sides[0], sides[1]);
+    }
     if (auto sp = splitPoint(c, kName)) {
       // The reduction range splits where the condition flips: sum over [lo, m) of
       // one branch plus sum over [m, hi) of the other (for a max binder, the max
@@ -482,6 +585,64 @@ static Term expandAtIn(const Term &t, ClassId c, const ClassTable &classes, int 
 
 Term Prover::expandClass(const Term &t, ClassId c, int level) {
   return normalize(expandAtIn(t, c, classes_, level), level);
+}
+
+Term Prover::expandClassInNormal(const Term &t, ClassId c, int level) {
+  bool changed = false;
+  return renormalizeExpanded(t, c, level, changed);
+}
+
+// Follows `t`'s structure down, pushing the conditions normalize pushed, so
+// an unchanged subterm is under the path it was normalized under and stays
+// as it is; a changed one is built again as normalize builds it (the
+// reductions of an unfolding's untouched layers were rebuilt at every step).
+Term Prover::renormalizeExpanded(const Term &t, ClassId c, int level, bool &changed) {
+  switch (t->kind) {
+  case TermKind::Const: return t;
+  case TermKind::Read:
+    if (t->cls != c)
+      return t;
+    changed = true;
+    return normalize(expandAtIn(t, c, classes_, level), level);
+  case TermKind::Select: {
+    Term sides[2];
+    bool any = false;
+    for (int branch = 0; branch < 2; ++branch) {
+      Scope s(*this, branch == 0 ? t->cond : !t->cond);
+      sides[branch] = renormalizeExpanded(t->args[branch], c, level, any);
+    }
+    if (!any)
+      return t;
+    changed = true;
+    return mkSelect(t->cond, sides[0], sides[1]);
+  }
+  case TermKind::Apply: {
+    std::vector<Term> args;
+    bool any = false;
+    for (const Term &a : t->args)
+      args.push_back(renormalizeExpanded(a, c, level, any));
+    if (!any)
+      return t;
+    changed = true;
+    return applyNormalized(t, std::move(args), level);
+  }
+  case TermKind::Sum: {
+    Term body;
+    bool any = false;
+    {
+      Scope s(*this, t->lo <= boundVar(t->level) && boundVar(t->level) < t->hi);
+      body = renormalizeExpanded(t->args[0], c, t->level + 1, any);
+    }
+    if (!any)
+      return t;
+    changed = true;
+    ++sumDepth;
+    Term r = reduceNormalized(t, std::move(body), level);
+    --sumDepth;
+    return r;
+  }
+  }
+  return t;
 }
 
 bool Prover::expandHighest(Term &t, ClassId &highest) {

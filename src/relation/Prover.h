@@ -81,6 +81,9 @@ public:
   /// region is then what the others leave).
   static Term selectChain(std::vector<std::pair<smt::Expr, Term>> pieces, Term otherwise = nullptr);
   Term expandClass(const Term &t, ClassId c, int level);
+  /// expandClass for a `t` this prover normalized under the current path:
+  /// only what the expansion changed is normalized again.
+  Term expandClassInNormal(const Term &t, ClassId c, int level);
 
   /// `t` in the rotary normal form (Trig.cpp): a polynomial with Cos/Sin
   /// expanded by angle addition, equal reductions added into one,
@@ -125,6 +128,12 @@ private:
   smt::Expr simplifyConjuncts(const smt::Expr &c);
   std::optional<smt::Expr> innerSplitPoint(const Term &body, const std::string &k, const smt::Expr &lo, const smt::Expr &hi);
   Term normalizeSum(const Term &t, int level);
+  Term reduceNormalized(const Term &t, Term body, int level);
+  Term renormalizeExpanded(const Term &t, ClassId c, int level, bool &changed);
+  /// `t`'s function applied to normalized `args`, index selects lifted.
+  Term applyNormalized(const Term &t, std::vector<Term> args, int level);
+  /// Could the path condition `c` change how `t` normalizes?
+  bool mayConstrain(const smt::Expr &c, const Term &t);
   /// -inf + x with every x finite is -inf (MaskedSum.cpp), so a masked
   /// column's exp(-inf - m) is exp(-inf) = 0; anything else unchanged.
   Term foldNegInfSum(const Term &t) const;
