@@ -159,7 +159,9 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
       bool differs;
       {
         ClassTable::Unrecorded off(core.classes);
-        differs = differsOnNumbers(v.term, b, shape, shallow, allSides);
+        const spec::Placement &pl = candidates[i];
+        differs = differsOnNumbers(v.term, b, shape, shallow, allSides,
+                                   pl.kind == spec::Placement::Kind::Shard ? pl.axis : -1);
       }
       if (differs || claims.unfoldUntilEqual(v.term, b, *d0, kProposalSteps)) {
         proven = false;
@@ -223,7 +225,7 @@ std::vector<spec::Placement> ReferenceWalk::sameNamePlacements(int id) {
 }
 
 bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &shape, ShallowUse &use,
-                                     const std::vector<Term> &sides) {
+                                     const std::vector<Term> &sides, int shardAxis) {
   // The shallow probe gave up on this tensor: the full one reaches deeper still.
   if (use.gaveUp)
     return false;
@@ -252,7 +254,25 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
   std::vector<int64_t> mid = last;
   for (auto &x : mid)
     x /= 2;
-  const std::vector<std::vector<int64_t>> points = {std::vector<int64_t>(last.size(), 0), mid, last};
+  std::vector<std::vector<int64_t>> points = {std::vector<int64_t>(last.size(), 0), mid, last};
+  // A shard: the three points above read three ranks' shards, so one rank's
+  // bug elsewhere (its causal mask one diagonal off) went to the unfolding,
+  // a minute on an 8-rank GPT block. Each rank's shard gets the point at the
+  // middle of every axis's r-th P-th (indices equal across equal axes: on a
+  // mask's diagonal), and its neighbour one further on the last axis.
+  if (shardAxis >= 0 && !last.empty()) {
+    const int64_t P = core.worldSize();
+    for (int64_t r = 0; r < P; ++r) {
+      std::vector<int64_t> at;
+      for (int64_t l : last)
+        at.push_back((2 * r + 1) * (l + 1) / (2 * P));
+      points.push_back(at);
+      if (at.back() < last.back()) {
+        ++at.back();
+        points.push_back(std::move(at));
+      }
+    }
+  }
   if (!probe)
     probe = std::make_unique<Replayer>(core.classes, sizes);
   if (!probePool)

@@ -226,9 +226,15 @@ Term Prover::applyNormalized(const Term &t, std::vector<Term> args, int level) {
       Scope s(*this, branch == 0 ? c : !c);
       std::vector<Term> in = args;
       in[i] = args[i]->args[branch];
-      for (size_t j = 0; j < in.size(); ++j)
-        if (j != i && mayConstrain(c, in[j]))
+      std::optional<LinkedVars> linked;
+      for (size_t j = 0; j < in.size(); ++j) {
+        if (j == i)
+          continue;
+        if (!linked)
+          linked = linkedVars(c);
+        if (linked->reach(in[j]))
           in[j] = normalize(in[j], level);
+      }
       sides[branch] = applyNormalized(t, std::move(in), level);
     }
     return mkSelect(c, sides[0], sides[1]);
@@ -236,73 +242,70 @@ Term Prover::applyNormalized(const Term &t, std::vector<Term> args, int level) {
   return cancelSoftmaxShift(foldNegInfSum(mkApply(t->fn, std::move(args), t->name)));
 }
 
-// Every index expression, bound and condition in `t`.
-static void visitExprs(const Term &t, const std::function<void(const Expr &)> &f) {
-  switch (t->kind) {
-  case TermKind::Const: return;
-  case TermKind::Read:
-    for (const Expr &e : t->idx)
-      f(e);
-    return;
-  case TermKind::Sum:
-    f(t->lo);
-    f(t->hi);
-    break;
-  case TermKind::Select: f(t->cond); break;
-  case TermKind::Apply: break;
-  }
-  for (const Term &a : t->args)
-    visitExprs(a, f);
-}
+static bool isIndexVar(const std::string &v) { return v.rfind("i!", 0) == 0 || v.rfind("k!", 0) == 0; }
 
-// Could adding `c` to the path change how `t` normalizes? Yes unless `t`'s
-// expressions share no variable with `c` or with path conditions linked to
-// it. Sizes count as linked to each other (the spec's facts relate them),
-// and functions of data (token ids) as linked to everything. A wrong "no"
-// would only leave a branch unpruned: the term stays exact either way.
-bool Prover::mayConstrain(const Expr &c, const Term &t) {
-  if (!c.functions().empty())
-    return true;
-  auto isIndex = [](const std::string &v) { return v.rfind("i!", 0) == 0 || v.rfind("k!", 0) == 0; };
-  std::set<std::string> linked;
-  bool sizes = false;
-  auto take = [&](const Expr &e) {
-    for (auto &v : e.vars()) {
-      sizes |= !isIndex(v);
-      linked.insert(v);
+// The variables adding `c` to the path can constrain: its own, and those of
+// every path condition that shares one with them, to a fixpoint. Sizes count
+// as linked to each other (the spec's facts relate them), and a condition on
+// data (token ids) as linked to everything.
+Prover::LinkedVars Prover::linkedVars(const Expr &c) const {
+  LinkedVars l;
+  l.all = !c.functions().empty();
+  if (l.all)
+    return l;
+  auto take = [&](const std::vector<std::string> &vs) {
+    for (const std::string &v : vs) {
+      l.sizes |= !isIndexVar(v);
+      l.vars.insert(v);
     }
   };
-  take(c);
+  take(c.vars());
+  std::vector<std::vector<std::string>> pathVars;
+  for (const Expr &p : path_)
+    pathVars.push_back(p.vars());
   std::vector<bool> taken(path_.size(), false);
   for (bool grew = true; grew;) {
     grew = false;
-    for (size_t p = 0; p < path_.size(); ++p) {
-      if (taken[p])
-        continue;
-      std::vector<std::string> vs = path_[p].vars();
-      bool shares = std::any_of(vs.begin(), vs.end(),
-                                [&](const std::string &v) { return linked.count(v) || (sizes && !isIndex(v)); });
-      if (shares) {
+    for (size_t p = 0; p < path_.size(); ++p)
+      if (!taken[p] && std::any_of(pathVars[p].begin(), pathVars[p].end(), [&](const std::string &v) {
+            return l.vars.count(v) || (l.sizes && !isIndexVar(v));
+          })) {
         taken[p] = grew = true;
-        take(path_[p]);
+        take(pathVars[p]);
       }
-    }
   }
-  bool hit = false;
-  visitExprs(t, [&](const Expr &e) {
-    if (hit)
-      return;
-    if (!e.functions().empty() && sizes) {
-      hit = true;
-      return;
-    }
-    for (auto &v : e.vars())
-      if (linked.count(v) || (sizes && !isIndex(v))) {
-        hit = true;
-        return;
-      }
-  });
-  return hit;
+  return l;
+}
+
+// Could normalizing `t` under the linked condition differ from before?
+// Only its selects' conditions and its reductions' bounds depend on the path
+// (a read's indices are left as they are), so only they are looked at. A
+// wrong "no" would only leave a branch unpruned: the term stays exact.
+bool Prover::LinkedVars::reach(const Term &t) const {
+  if (all)
+    return true;
+  auto touches = [&](const Expr &e) {
+    if (sizes && !e.functions().empty())
+      return true;
+    for (const std::string &v : e.vars())
+      if (vars.count(v) || (sizes && !isIndexVar(v)))
+        return true;
+    return false;
+  };
+  switch (t->kind) {
+  case TermKind::Const:
+  case TermKind::Read: return false;
+  case TermKind::Sum:
+    if (touches(t->lo) || touches(t->hi))
+      return true;
+    break;
+  case TermKind::Select:
+    if (touches(t->cond))
+      return true;
+    break;
+  case TermKind::Apply: break;
+  }
+  return std::any_of(t->args.begin(), t->args.end(), [&](const Term &a) { return reach(a); });
 }
 
 // A split point of the bound variable from a condition below the top of a

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -132,8 +133,13 @@ private:
   Term renormalizeExpanded(const Term &t, ClassId c, int level, bool &changed);
   /// `t`'s function applied to normalized `args`, index selects lifted.
   Term applyNormalized(const Term &t, std::vector<Term> args, int level);
-  /// Could the path condition `c` change how `t` normalizes?
-  bool mayConstrain(const smt::Expr &c, const Term &t);
+  struct LinkedVars {
+    std::set<std::string> vars;
+    bool sizes = false, all = false;
+    /// Could the condition change how `t` normalizes?
+    bool reach(const Term &t) const;
+  };
+  LinkedVars linkedVars(const smt::Expr &c) const;
   /// -inf + x with every x finite is -inf (MaskedSum.cpp), so a masked
   /// column's exp(-inf - m) is exp(-inf) = 0; anything else unchanged.
   Term foldNegInfSum(const Term &t) const;
