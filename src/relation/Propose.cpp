@@ -159,9 +159,8 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
       bool differs;
       {
         ClassTable::Unrecorded off(core.classes);
-        const spec::Placement &pl = candidates[i];
         differs = differsOnNumbers(v.term, b, shape, shallow, allSides,
-                                   pl.kind == spec::Placement::Kind::Shard ? pl.axis : -1);
+                                   candidates[i].kind == spec::Placement::Kind::Shard);
       }
       if (differs || claims.unfoldUntilEqual(v.term, b, *d0, kProposalSteps)) {
         proven = false;
@@ -225,7 +224,7 @@ std::vector<spec::Placement> ReferenceWalk::sameNamePlacements(int id) {
 }
 
 bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &shape, ShallowUse &use,
-                                     const std::vector<Term> &sides, int shardAxis) {
+                                     const std::vector<Term> &sides, bool shard) {
   // The shallow probe gave up on this tensor: the full one reaches deeper still.
   if (use.gaveUp)
     return false;
@@ -260,7 +259,7 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
   // a minute on an 8-rank GPT block. Each rank's shard gets the point at the
   // middle of every axis's r-th P-th (indices equal across equal axes: on a
   // mask's diagonal), and its neighbour one further on the last axis.
-  if (shardAxis >= 0 && !last.empty()) {
+  if (shard && !last.empty()) {
     const int64_t P = core.worldSize();
     for (int64_t r = 0; r < P; ++r) {
       std::vector<int64_t> at;

@@ -354,12 +354,13 @@ static std::optional<std::pair<Expr, Term>> onePoint(const Term &sel, const std:
 
 // Nested reductions being normalized (splitting stops at 64).
 static thread_local int sumDepth = 0;
+struct SumDepthGuard {
+  SumDepthGuard() { ++sumDepth; }
+  ~SumDepthGuard() { --sumDepth; }
+};
 
 Term Prover::normalizeSum(const Term &t, int level) {
-  struct Guard {
-    Guard() { ++sumDepth; }
-    ~Guard() { --sumDepth; }
-  } guard;
+  SumDepthGuard guard;
   const int L = t->level;
   const Expr k = boundVar(L);
   Term body;
@@ -630,19 +631,18 @@ Term Prover::renormalizeExpanded(const Term &t, ClassId c, int level, bool &chan
     return applyNormalized(t, std::move(args), level);
   }
   case TermKind::Sum: {
+    SumDepthGuard guard;
+    const Expr k = boundVar(t->level);
     Term body;
     bool any = false;
     {
-      Scope s(*this, t->lo <= boundVar(t->level) && boundVar(t->level) < t->hi);
+      Scope s(*this, t->lo <= k && k < t->hi);
       body = renormalizeExpanded(t->args[0], c, t->level + 1, any);
     }
     if (!any)
       return t;
     changed = true;
-    ++sumDepth;
-    Term r = reduceNormalized(t, std::move(body), level);
-    --sumDepth;
-    return r;
+    return reduceNormalized(t, std::move(body), level);
   }
   }
   return t;

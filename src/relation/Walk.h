@@ -83,9 +83,9 @@ private:
   /// numbers at the smallest admissible sizes, at a few elements. `use`:
   /// the tensor's shallow probe, shared by every candidate's rank `sides`
   /// (started on first need, cut below what they and `a` read; Propose.cpp).
-  /// `shardAxis`: the axis `b` concatenates the ranks' shards along, or -1.
+  /// `shard`: `b` concatenates the ranks' shards (points inside each are read too).
   bool differsOnNumbers(const Term &a, const Term &b, const ir::Shape &shape, ShallowUse &use,
-                        const std::vector<Term> &sides, int shardAxis);
+                        const std::vector<Term> &sides, bool shard);
   std::optional<int> unreducedInput(const ir::Node &n) const;
   std::vector<std::string> nearbyRankNodes(const Term &t, const ir::Node &refNode) const;
   bool readsAny(int r, const ir::Node &n, const std::vector<ClassId> &reads) const;
