@@ -25,6 +25,11 @@ const char *toString(Verdict v) {
 llvm::Expected<Result> OutputCheck::run(const std::vector<PendingObligation> &obligations) {
   if (!core.solver.pastDeadline())
     checkObligations(obligations);
+  for (const Failure &f : core.result.failures)
+    if (f.kind == Failure::Obligation && f.refOp != "reference") {
+      claims.alreadyRefuted(f.message);
+      break;
+    }
   std::vector<PendingObligation> fromRelations;
   if (auto e = checkOutputs(fromRelations))
     return std::move(e);

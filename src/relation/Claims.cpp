@@ -140,6 +140,9 @@ bool Claims::dimAgrees(OutputResult &res, int rank, size_t d, const Expr &impl, 
 // Unfolding steps tried before searching for a numeric difference (each
 // unfolds a node on every rank that is read; see withPeers).
 constexpr unsigned kQuickUnfoldSteps = 16;
+// Size assignments the witness search tries once a size obligation already
+// refutes the implementation.
+constexpr int kAttemptsWhenRefuted = 1;
 
 // The elements: equal in normal form, a difference confirmed on numbers
 // (REFUTED), or neither (UNKNOWN, after unfolding the rank tensors).
@@ -176,7 +179,10 @@ bool Claims::elementsAgree(OutputResult &res, int id, int rank, const Term &side
   }
   Failure f{Failure::OutputMismatch, "", "", "", "", name, {}, std::nullopt};
   f.rankNodes = outputProducers(core.ranks, name, rank);
-  if (auto w = core.witness(refValues).search(*diff, id, rank, shape, a0, b0)) {
+  // Already refuted: the smallest sizes only (each attempt replays the whole
+  // model, and this output cannot change the verdict).
+  int attempts = refutedBy.empty() ? INT_MAX : kAttemptsWhenRefuted;
+  if (auto w = core.witness(refValues).search(*diff, id, rank, shape, a0, b0, attempts)) {
     res.verdict = Verdict::Refuted;
     f.cex = w;
     f.message = "output '" + name + "'" + who + " differs from the reference";
@@ -188,6 +194,11 @@ bool Claims::elementsAgree(OutputResult &res, int id, int rank, const Term &side
                        .str();
     }
     localizeDeparture(f, a0, b0);
+  } else if (!refutedBy.empty()) {
+    res.verdict = Verdict::Unknown;
+    f.kind = Failure::SolverUnknown;
+    f.message = "output '" + name + "'" + who + " not compared further: the implementation is already refuted (" +
+                refutedBy + ")";
   } else {
     // No difference on numbers: unfold further.
     diff = unfoldUntilEqual(a0, b0, *diff, core.opts.maxExpansion);

@@ -36,12 +36,18 @@ public:
   /// Outputs whose departure starts in a module only the ranks have: their
   /// mismatch is shown before a reference node without a relation.
   const std::set<std::string> &departingInRankOnlyModule() const { return departsInRankOnlyModule; }
+  /// The implementation is already refuted (`why`: a size obligation of a
+  /// rank that fails). An output found neither equal by the quick unfolding
+  /// nor different on numbers is then left undecided instead of unfolded to
+  /// the limit: that search cannot change the verdict, and took minutes.
+  void alreadyRefuted(std::string why) { refutedBy = std::move(why); }
 
 private:
   CheckCore &core;
   const std::vector<ValueInfo> &refValues;
   const std::vector<std::vector<ValueInfo>> &rankValues;
   std::set<std::string> departsInRankOnlyModule;
+  std::string refutedBy; // empty: not refuted yet
 
   bool shapesAgree(OutputResult &res, int rank, const ir::Shape &impl, const ir::Shape &shape);
   std::optional<Counterexample> dimCountMismatch(OutputResult &res, int rank, const ir::Shape &impl,

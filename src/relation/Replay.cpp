@@ -262,7 +262,7 @@ std::pair<Term, Term> Witness::readableSides(Term a, Term b) {
 }
 
 std::optional<Counterexample> Witness::search(const Expr &region, int outputId, int rank, const Shape &shape,
-                                                     const Term &expected, const Term &actual) {
+                                                     const Term &expected, const Term &actual, int maxAttempts) {
   const std::string &tensor = ref.values[outputId].name;
   const std::vector<std::string> &syms = symbols;
   std::vector<std::string> order = syms;
@@ -278,8 +278,9 @@ std::optional<Counterexample> Witness::search(const Expr &region, int outputId, 
     int attempts;
   };
   const Round rounds[] = {{1, kSizeCandidates}, {2, 2}, {3, 2}};
+  int attempts = 0;
   for (const Round &round : rounds)
-    for (int attempt = 0; attempt < round.attempts; ++attempt) {
+    for (int attempt = 0; attempt < round.attempts && attempts++ < maxAttempts; ++attempt) {
       Expr query = region && tried;
       if (round.floor > 1)
         for (auto &n : syms)

@@ -17,6 +17,7 @@
 #include "shardproof/relation/Verifier.h"
 #include "shardproof/smt/Solver.h"
 
+#include <climits>
 #include <functional>
 #include <map>
 #include <optional>
@@ -36,9 +37,10 @@ public:
   /// Looks for a confirmed difference between `expected` and `actual` (element
   /// terms of a tensor of `shape`) by evaluating every element at a few small
   /// sizes admitted by `region`. Only a numeric difference found with complete
-  /// evaluations is returned: it is what REFUTED rests on.
+  /// evaluations is returned: it is what REFUTED rests on. At most
+  /// `maxAttempts` size assignments are tried, the smallest first.
   std::optional<Counterexample> search(const smt::Expr &region, int outputId, int rank, const ir::Shape &shape,
-                                       const Term &expected, const Term &actual);
+                                       const Term &expected, const Term &actual, int maxAttempts = INT_MAX);
   /// Runs the reference graph on numbers at `sizes` (inputs: their relations
   /// over the ranks' leaf data) and returns output `outputId` row-major;
   /// nullopt if some node cannot be evaluated or a tensor is too large.
