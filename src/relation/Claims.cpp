@@ -195,10 +195,12 @@ bool Claims::elementsAgree(OutputResult &res, int id, int rank, const Term &side
     }
     localizeDeparture(f, a0, b0);
   } else if (!refutedBy.empty()) {
+    // Not a failure of its own (no solver limit was met): the output's row
+    // says why it was left.
     res.verdict = Verdict::Unknown;
-    f.kind = Failure::SolverUnknown;
-    f.message = "output '" + name + "'" + who + " not compared further: the implementation is already refuted (" +
-                refutedBy + ")";
+    res.detail = "output '" + name + "'" + who + " not compared further: the implementation is already refuted (" +
+                 refutedBy + ")";
+    return false;
   } else {
     // No difference on numbers: unfold further.
     diff = unfoldUntilEqual(a0, b0, *diff, core.opts.maxExpansion);
