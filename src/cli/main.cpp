@@ -424,7 +424,8 @@ int main(int argc, char **argv) {
     cmd->add_option("--html", a.html,
                     "Also write the proof as one self-contained HTML page to this file (docs/code-review.md)");
     cmd->add_option("--solver-timeout,--timeout-ms", a.timeoutMs,
-                    "Solver timeout per query, in milliseconds (a timeout gives UNKNOWN)")
+                    "Solver timeout per query, in milliseconds (a timeout gives UNKNOWN; once a size "
+                    "obligation of the implementation fails, which refutes, at most 1000 for the rest)")
         ->capture_default_str();
     cmd->add_option("--solver-memory", a.memoryMb,
                     "Memory the solver may use, in MB (0: no limit; reaching it gives UNKNOWN)")

@@ -56,6 +56,22 @@ std::string Node::modulePath() const {
   return path;
 }
 
+bool Node::inModule(std::string_view path) const {
+  if (name.empty() || name[0] != '/')
+    return path.empty();
+  std::string_view rest(name);
+  size_t start = 1, at = 0; // at: how much of `path` the components so far spell
+  for (size_t slash; (slash = rest.find('/', start)) != std::string_view::npos; start = slash + 1) {
+    if (at > 0 && (at >= path.size() || path[at++] != '.'))
+      return false;
+    std::string_view part = rest.substr(start, slash - start);
+    if (path.substr(at, part.size()) != part)
+      return false;
+    at += part.size();
+  }
+  return at == path.size();
+}
+
 std::vector<std::string> Graph::valueNames() const {
   std::vector<std::string> out;
   out.reserve(values.size());

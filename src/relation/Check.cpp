@@ -22,14 +22,32 @@ const char *toString(Verdict v) {
   return "UNKNOWN";
 }
 
-llvm::Expected<Result> OutputCheck::run(const std::vector<PendingObligation> &obligations) {
-  if (!core.solver.pastDeadline())
-    checkObligations(obligations);
+// Once the implementation is refuted, the relation table and the outputs'
+// comparisons only explain the failure, and no answer can change the verdict:
+// a query that runs longer than this is left undecided (a mutant spent 200 s
+// in queries timing out at 10 s each).
+constexpr unsigned kExplainTimeoutMs = 1000;
+
+bool OutputCheck::refuted() {
   for (const Failure &f : core.result.failures)
     if (f.kind == Failure::Obligation && f.refOp != "reference") {
       claims.alreadyRefuted(f.message);
-      break;
+      core.solver.setTimeout(std::min(core.opts.solverTimeoutMs, kExplainTimeoutMs));
+      return true;
     }
+  return false;
+}
+
+void OutputCheck::decideEarly(const std::vector<PendingObligation> &obligations) {
+  if (!core.solver.pastDeadline())
+    checkObligations(obligations);
+  refuted();
+}
+
+llvm::Expected<Result> OutputCheck::run(const std::vector<PendingObligation> &obligations) {
+  if (!core.solver.pastDeadline())
+    checkObligations(obligations);
+  refuted();
   std::vector<PendingObligation> fromRelations;
   if (auto e = checkOutputs(fromRelations))
     return std::move(e);
@@ -60,7 +78,7 @@ void OutputCheck::checkObligations(const std::vector<PendingObligation> &obligat
     for (auto &g : goals)
       if (g.isValid())
         ids.insert(g.id());
-    core.result.stats.distinctObligations = static_cast<unsigned>(ids.size());
+    core.result.stats.distinctObligations += static_cast<unsigned>(ids.size());
   }
   solver.provePrefetch("obligation", goals, opts.jobs);
   size_t done = 0;

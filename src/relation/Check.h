@@ -22,6 +22,11 @@ public:
   /// Takes the result under construction out of `core`. A spec output the
   /// reference lacks, or a reference output without placement, is a user error.
   llvm::Expected<Result> run(const std::vector<PendingObligation> &obligations);
+  /// Decides the obligations raised before the reference walk (binding, the
+  /// rank world); run() then takes only the later ones. If one of the
+  /// implementation fails, the check is refuted already: what follows only
+  /// explains it, and is kept short (refuted()).
+  void decideEarly(const std::vector<PendingObligation> &obligations);
 
 private:
   CheckCore &core;
@@ -31,6 +36,9 @@ private:
   llvm::StringMap<size_t> rowOf;
 
   void checkObligations(const std::vector<PendingObligation> &obligations);
+  /// Whether a failed obligation of the implementation already refutes; if
+  /// so, the claims stop searching and the solver's timeout is shortened.
+  bool refuted();
   Failure obligationFailure(const PendingObligation &po, const smt::Proof &p);
   Counterexample obligationCounterexample(const PendingObligation &po, const smt::Proof &p);
   /// Each output against its placement; the size conditions its relation

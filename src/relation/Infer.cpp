@@ -118,7 +118,7 @@ std::vector<std::string> ReferenceWalk::nearbyRankNodes(const Term &t, const Nod
   };
   auto out = find([&](const Node &n) { return n.opType == refNode.opType; });
   if (out.empty())
-    out = find([&](const Node &n) { return n.modulePath() == refNode.modulePath(); });
+    out = find([&, module = refNode.modulePath()](const Node &n) { return n.inModule(module); });
   if (out.empty())
     out = find([](const Node &) { return true; });
   return out;

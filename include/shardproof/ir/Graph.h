@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shardproof::ir {
@@ -105,6 +106,9 @@ struct Node {
   }
   /// The module path taken from the node name: "/layers.0/mlp/fc2/MatMul" -> "layers.0.mlp.fc2".
   std::string modulePath() const;
+  /// modulePath() == path, without building the string (a search over every
+  /// rank node asks it of each).
+  bool inModule(std::string_view path) const;
 };
 
 struct Graph {
