@@ -37,39 +37,41 @@ int64_t TensorData::numElements() const {
   return n;
 }
 
-std::string Node::modulePath() const {
-  // torch.onnx.export names nodes after the module path: "/layers.0/mlp/fc2/MatMul".
-  // The last component is the op; the rest, joined by '.', is the module.
+// torch.onnx.export names nodes after the module path: "/layers.0/mlp/fc2/MatMul".
+// The last component is the op; the rest, joined by '.', is the module.
+// Calls `part` on each module component in order until it returns false;
+// returns false if it did.
+template <class F> static bool forEachModulePart(std::string_view name, F &&part) {
   if (name.empty() || name[0] != '/')
-    return "";
+    return true;
+  for (size_t start = 1, slash; (slash = name.find('/', start)) != std::string_view::npos; start = slash + 1)
+    if (!part(name.substr(start, slash - start)))
+      return false;
+  return true;
+}
+
+std::string Node::modulePath() const {
   std::string path;
-  size_t start = 1;
-  while (true) {
-    size_t slash = name.find('/', start);
-    if (slash == std::string::npos)
-      break;
+  forEachModulePart(name, [&](std::string_view part) {
     if (!path.empty())
       path += ".";
-    path += name.substr(start, slash - start);
-    start = slash + 1;
-  }
+    path += part;
+    return true;
+  });
   return path;
 }
 
 bool Node::inModule(std::string_view path) const {
-  if (name.empty() || name[0] != '/')
-    return path.empty();
-  std::string_view rest(name);
-  size_t start = 1, at = 0; // at: how much of `path` the components so far spell
-  for (size_t slash; (slash = rest.find('/', start)) != std::string_view::npos; start = slash + 1) {
+  size_t at = 0; // how much of `path` the components so far spell
+  bool prefix = forEachModulePart(name, [&](std::string_view part) {
     if (at > 0 && (at >= path.size() || path[at++] != '.'))
       return false;
-    std::string_view part = rest.substr(start, slash - start);
     if (path.substr(at, part.size()) != part)
       return false;
     at += part.size();
-  }
-  return at == path.size();
+    return true;
+  });
+  return prefix && at == path.size();
 }
 
 std::vector<std::string> Graph::valueNames() const {

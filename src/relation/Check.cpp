@@ -28,26 +28,31 @@ const char *toString(Verdict v) {
 // in queries timing out at 10 s each).
 constexpr unsigned kExplainTimeoutMs = 1000;
 
-bool OutputCheck::refuted() {
+// A size obligation of the implementation that fails: REFUTED by itself (the
+// reference's own is UNKNOWN: the spec admits sizes the model does not take).
+static bool refutesImplementation(const Failure &f) {
+  return f.kind == Failure::Obligation && f.refOp != "reference";
+}
+
+void OutputCheck::explainOnlyIfRefuted() {
   for (const Failure &f : core.result.failures)
-    if (f.kind == Failure::Obligation && f.refOp != "reference") {
+    if (refutesImplementation(f)) {
       claims.alreadyRefuted(f.message);
       core.solver.setTimeout(std::min(core.opts.solverTimeoutMs, kExplainTimeoutMs));
-      return true;
+      return;
     }
-  return false;
 }
 
 void OutputCheck::decideEarly(const std::vector<PendingObligation> &obligations) {
   if (!core.solver.pastDeadline())
     checkObligations(obligations);
-  refuted();
+  explainOnlyIfRefuted();
 }
 
 llvm::Expected<Result> OutputCheck::run(const std::vector<PendingObligation> &obligations) {
   if (!core.solver.pastDeadline())
     checkObligations(obligations);
-  refuted();
+  explainOnlyIfRefuted();
   std::vector<PendingObligation> fromRelations;
   if (auto e = checkOutputs(fromRelations))
     return std::move(e);
@@ -289,7 +294,7 @@ void OutputCheck::decide() {
     unknown |= o.verdict == Verdict::Unknown;
   }
   for (auto &f : result.failures) {
-    if (f.kind == Failure::Obligation && f.refOp != "reference")
+    if (refutesImplementation(f))
       refuted = true;
     else if (f.kind == Failure::Obligation || f.kind == Failure::Unsupported || f.kind == Failure::SolverUnknown)
       unknown = true;
@@ -349,7 +354,7 @@ void OutputCheck::orderFailures() {
     auto rankOf = [&](const Failure &f) {
       switch (f.kind) {
       case Failure::NoRelation: return unknownFirst ? 3 : 2;
-      case Failure::Obligation: return unknownFirst ? 2 : (f.refOp == "reference" ? 4 : 0);
+      case Failure::Obligation: return unknownFirst ? 2 : (refutesImplementation(f) ? 0 : 4);
       case Failure::OutputMismatch:
         if (!unknownFirst && f.cex && f.cex->replayed && rankOnly.count(f.tensor))
           return 1;

@@ -25,7 +25,7 @@ public:
   /// Decides the obligations raised before the reference walk (binding, the
   /// rank world); run() then takes only the later ones. If one of the
   /// implementation fails, the check is refuted already: what follows only
-  /// explains it, and is kept short (refuted()).
+  /// explains it, and is kept short (explainOnlyIfRefuted()).
   void decideEarly(const std::vector<PendingObligation> &obligations);
 
 private:
@@ -36,9 +36,9 @@ private:
   llvm::StringMap<size_t> rowOf;
 
   void checkObligations(const std::vector<PendingObligation> &obligations);
-  /// Whether a failed obligation of the implementation already refutes; if
-  /// so, the claims stop searching and the solver's timeout is shortened.
-  bool refuted();
+  /// If a failed obligation of the implementation already refutes, the
+  /// claims stop searching and the solver's timeout is shortened.
+  void explainOnlyIfRefuted();
   Failure obligationFailure(const PendingObligation &po, const smt::Proof &p);
   Counterexample obligationCounterexample(const PendingObligation &po, const smt::Proof &p);
   /// Each output against its placement; the size conditions its relation
