@@ -40,6 +40,20 @@ struct Printer {
     return p.out;
   }
 
+  static bool isNumeral(Z3_ast a) { return Z3_get_ast_kind(ctx(), a) == Z3_NUMERAL_AST; }
+  // The operator at the root of `a`, or Z3_OP_UNINTERPRETED for a leaf.
+  static Z3_decl_kind kindOf(Z3_ast a) {
+    if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
+      return Z3_OP_UNINTERPRETED;
+    return Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a)));
+  }
+  // Whether the text of `a` starts with a numeral factor (`2*s`, `(2*3)*s`).
+  static bool leadsWithNumeral(Z3_ast a) {
+    while (kindOf(a) == Z3_OP_MUL)
+      a = Z3_get_app_arg(ctx(), Z3_to_app(ctx(), a), 0);
+    return isNumeral(a);
+  }
+
   static std::optional<int64_t> negCoef(Z3_ast a, Z3_ast &rest) {
     // Matches (* -c x) so that a + (* -1 x) prints as a - x.
     if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
@@ -107,7 +121,21 @@ struct Printer {
           s = "-" + sub(rest, PUnary);
           return PUnary;
         }
-      return bin("*", PMul, true);
+      // A later factor keeps its parentheses when reading the text back left
+      // to right would build another tree: a quotient or remainder always
+      // (`2*((3*s) // q)` printed `2*3*s // q` is `(6*s) // q`, another value),
+      // a product when only numerals precede it and it starts with one
+      // (`2*(2*s)` printed `2*2*s` reads back folded, as `4*s`).
+      bool numeralsSoFar = true;
+      for (size_t i = 0; i < as.size(); ++i) {
+        if (i)
+          s += "*";
+        bool product = kindOf(as[i]) == Z3_OP_MUL;
+        bool keepsParens = i && (!product || (numeralsSoFar && leadsWithNumeral(as[i])));
+        s += sub(as[i], keepsParens ? PMul + 1 : PMul);
+        numeralsSoFar = numeralsSoFar && isNumeral(as[i]);
+      }
+      return PMul;
     }
     case Z3_OP_UMINUS: s = "-" + sub(as[0], PUnary); return PUnary;
     case Z3_OP_IDIV: case Z3_OP_DIV: return bin(" // ", PMul, false);

@@ -69,6 +69,16 @@ TEST(SmtExpr, PrintsInfixForReports) {
   EXPECT_EQ((seq - Expr::intVar("k")).simplify().str().find("-") != std::string::npos, true);
 }
 
+TEST(SmtExpr, AFactorThatIsAQuotientKeepsItsParentheses) {
+  Expr seq = Expr::intVar("seq"), q = Expr::intVar("q");
+  Expr two = Expr::intConst(2), three = Expr::intConst(3);
+  // Printed without them, 2*((3*seq) // q) would read as (2*3*seq) // q.
+  EXPECT_EQ((two * floorDiv(three * seq, q)).str(), "2*(3*seq // q)");
+  EXPECT_EQ((two * (two * seq)).str(), "2*(2*seq)");
+  EXPECT_EQ((two * seq * q).str(), "2*seq*q");
+  EXPECT_EQ((two * (seq * q)).str(), "2*seq*q") << "a product reads back as the same value";
+}
+
 TEST(SmtSolver, ProvesUnderAssumptionsAndRefutesWithAModel) {
   Solver s;
   Expr n = Expr::intVar("n");
