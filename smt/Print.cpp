@@ -54,6 +54,22 @@ struct Printer {
     return isNumeral(a);
   }
 
+  // "min" for ite(a <= b, a, b) (or b >= a), "max" for ite(b <= a, a, b)
+  // (or a >= b), else null.
+  static const char *minOrMax(const std::vector<Z3_ast> &ite) {
+    Z3_decl_kind k = kindOf(ite[0]);
+    if (k != Z3_OP_LE && k != Z3_OP_GE)
+      return nullptr;
+    Z3_app cmp = Z3_to_app(ctx(), ite[0]);
+    Z3_ast lo = Z3_get_app_arg(ctx(), cmp, k == Z3_OP_LE ? 0 : 1);
+    Z3_ast hi = Z3_get_app_arg(ctx(), cmp, k == Z3_OP_LE ? 1 : 0);
+    if (lo == ite[1] && hi == ite[2])
+      return "min";
+    if (lo == ite[2] && hi == ite[1])
+      return "max";
+    return nullptr;
+  }
+
   static std::optional<int64_t> negCoef(Z3_ast a, Z3_ast &rest) {
     // Matches (* -c x) so that a + (* -1 x) prints as a - x.
     if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
@@ -166,6 +182,12 @@ struct Printer {
       return PNot;
     }
     case Z3_OP_ITE:
+      // min and max (smt::min, smt::max) print as written: the text stays
+      // linear in nested minima, whose tree repeats each operand, and reads back.
+      if (auto m = minOrMax(as)) {
+        s = std::string(m) + "(" + sub(as[1], 0) + ", " + sub(as[2], 0) + ")";
+        return PAtom;
+      }
       s = "ite(" + sub(as[0], 0) + ", " + sub(as[1], 0) + ", " + sub(as[2], 0) + ")";
       return PAtom;
     default: break;

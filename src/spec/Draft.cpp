@@ -4,6 +4,7 @@
 #include "shardproof/spec/Draft.h"
 
 #include "DraftGuess.h"
+#include "Lexer.h"
 
 #include <algorithm>
 #include <cctype>
@@ -110,11 +111,8 @@ std::string producerOnRanks(const std::vector<const ir::Graph *> &ranks, const s
 // not the whole loss. A mean over them is averaged over the ranks (right
 // only for equal shards), a sum adds up. nullopt: keep the shape's guess.
 std::optional<Guess> splitLoss(const std::string &name, const std::string &op) {
-  std::string quoted = std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(c) || c == '_'; })
-                           ? name
-                           : "'" + name + "'";
   if (op == "ReduceMean")
-    return Guess{"\"mean(" + quoted + "@*)\"",
+    return Guess{key("mean(" + detail::tensorRef(name) + "@*)"),
                  "each rank's mean over its shard of the split data; their average is the whole mean only for "
                  "equal shards",
                  {}, {}, false};

@@ -2,6 +2,7 @@
 // reference's shape, a shard when one axis is cut, with the split policy whose
 // per-rank sizes are exactly the ranks'; TODO otherwise.
 #include "DraftGuess.h"
+#include "Lexer.h"
 
 #include <algorithm>
 #include <numeric>
@@ -249,7 +250,7 @@ Guess guessPlacement(const std::string &name, const Side &ref, const std::vector
   }
   if (ranks.size() == 1)
     return todo("one rank with shape " + dimsText(*ranks[0].shape) + " against " + dimsText(*ref.shape) +
-                " (padded?); relate them, e.g. \"slice(" + name + "@0, axis=" + std::to_string(cut[0]) +
+                " (padded?); relate them, e.g. \"slice(" + spec::detail::tensorRef(name) + "@0, axis=" + std::to_string(cut[0]) +
                 ", start=0, end=" + ref.shape->dims[cut[0]].str() + ")\"");
   if (cut.size() > 1)
     return todo("axes " + std::to_string(cut[0]) + " and " + std::to_string(cut[1]) + " both differ from " +

@@ -25,6 +25,15 @@ bool isIdentifier(const std::string &s) {
   return true;
 }
 
+std::string tensorRef(const std::string &name) {
+  if (isIdentifier(name))
+    return name;
+  // A name with both quotes cannot be written (strings have no escapes), so it
+  // never came from a parsed expression.
+  char q = name.find('\'') == std::string::npos ? '\'' : '"';
+  return q + name + q;
+}
+
 std::string describe(const Token &t) {
   switch (t.kind) {
   case Tok::End: return "end of expression";

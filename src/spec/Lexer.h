@@ -37,5 +37,8 @@ bool isIdentStart(char c);
 bool isIdentChar(char c);
 /// True if `s` lexes as exactly one identifier.
 bool isIdentifier(const std::string &s);
+/// A tensor name as written in an expression so that it lexes back as that
+/// name: plain when an identifier, else quoted with the quote it lacks.
+std::string tensorRef(const std::string &name);
 
 } // namespace shardproof::spec::detail

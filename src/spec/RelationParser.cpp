@@ -234,9 +234,7 @@ llvm::Expected<RelExpr> parseRelation(const std::string &text, int worldSize,
 
 std::string RelExpr::str() const {
   if (kind == Kind::Tensor) {
-    // Names that are not plain identifiers need quotes to parse back.
-    std::string n = detail::isIdentifier(name) ? name : "'" + name + "'";
-    return n + "@" + std::to_string(rank);
+    return detail::tensorRef(name) + "@" + std::to_string(rank);
   }
   std::string s = fn + "(";
   bool first = true;

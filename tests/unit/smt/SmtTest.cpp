@@ -79,6 +79,18 @@ TEST(SmtExpr, AFactorThatIsAQuotientKeepsItsParentheses) {
   EXPECT_EQ((two * (seq * q)).str(), "2*seq*q") << "a product reads back as the same value";
 }
 
+TEST(SmtExpr, MinAndMaxPrintAsWrittenNotAsTheirIte) {
+  Expr s = Expr::intVar("s"), q = Expr::intVar("q"), two = Expr::intConst(2);
+  EXPECT_EQ(min(s, q).str(), "min(s, q)");
+  EXPECT_EQ(max(max(s, q), two).str(), "max(max(s, q), 2)");
+  // Each min repeats both operands in its ite: 40 nested ones printed as
+  // ites would be 2^40 long.
+  Expr m = s;
+  for (int i = 0; i < 40; ++i)
+    m = min(m, q + i);
+  EXPECT_LT(m.str().size(), 2000u);
+}
+
 TEST(SmtSolver, ProvesUnderAssumptionsAndRefutesWithAModel) {
   Solver s;
   Expr n = Expr::intVar("n");
