@@ -129,7 +129,14 @@ struct Printer {
       }
       return PAdd;
     }
-    case Z3_OP_SUB: return bin(" - ", PAdd, false);
+    case Z3_OP_SUB:
+      // 0 - x is how a unary minus is read (smt's operator-), so it prints as
+      // one; -1*x prints the same, so either reads back as 0 - x.
+      if (as.size() == 2 && isNumeral(as[0]) && Z3_get_numeral_string(ctx(), as[0]) == std::string("0")) {
+        s = "-" + sub(as[1], PUnary);
+        return PUnary;
+      }
+      return bin(" - ", PAdd, false);
     case Z3_OP_MUL: {
       Z3_ast rest;
       if (as.size() == 2)

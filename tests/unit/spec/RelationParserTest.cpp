@@ -86,11 +86,19 @@ INSTANTIATE_TEST_SUITE_P(
         StrCase{"concat(a@*, b@0, axis=0)", 2, "concat(a@0, a@1, b@0, axis=0)"},
         StrCase{"sum('onnx::W'@0, \"onnx::W\"@1)", 2, "sum('onnx::W'@0, 'onnx::W'@1)"},
         StrCase{"concat(h.0@*, axis=2)", 2, "concat(h.0@0, h.0@1, axis=2)"},
-        // A difference as a later operand of a sum keeps its parentheses:
-        // printed `s + 0 - vocab` it parsed back as `(s + 0) - vocab` and
-        // rendered differently the second time (a fuzz finding).
+        // A negation as a later operand of a sum stays one: printed
+        // `s + 0 - vocab` it parsed back as `(s + 0) - vocab` and rendered
+        // differently the second time (a fuzz finding).
         StrCase{"slice(x@0, axis=0, start=s + -vocab, end=s)", 1,
-                "slice(x@0, axis=0, start=s + (0 - vocab), end=s)"}));
+                "slice(x@0, axis=0, start=s + -vocab, end=s)"},
+        // -1*s and -s are read as different trees but print alike, as -s.
+        StrCase{"slice(x@0, axis=0, start=-1*s, end=-s)", 1, "slice(x@0, axis=0, start=-s, end=-s)"},
+        // A later factor keeps the parentheses that change the value or the tree.
+        StrCase{"slice(x@0, axis=0, start=2*(s // 2), end=2*(2*s))", 1,
+                "slice(x@0, axis=0, start=2*(s // 2), end=2*(2*s))"},
+        StrCase{"slice(x@0, axis=0, start=min(s, vocab, 3), end=max(s, 1))", 1,
+                "slice(x@0, axis=0, start=min(min(s, vocab), 3), end=max(s, 1))"},
+        StrCase{"sum(\"it's\"@0)", 1, "sum(\"it's\"@0)"}));
 
 TEST(Relation, ListKwargsKeepEveryValue) {
   auto r = parseRelation("reshape(x@0, shape=[b * s, d])", 1, kSyms);
