@@ -75,8 +75,11 @@ bool Claims::shapesAgree(OutputResult &res, int rank, const Shape &impl, const S
     ok = dimAgrees(res, rank, d, impl.dims[d], shape.dims[d], sizesCex);
   if (ok)
     return true;
-  Failure f{Failure::OutputMismatch, "output '" + res.tensor + "': " + res.detail, "", "", "", res.tensor, {},
-            sizesCex};
+  Failure f;
+  f.kind = Failure::OutputMismatch;
+  f.message = "output '" + res.tensor + "': " + res.detail;
+  f.tensor = res.tensor;
+  f.cex = sizesCex;
   f.rankNodes = outputProducers(core.ranks, res.tensor, rank);
   core.result.failures.push_back(f);
   return false;
@@ -177,12 +180,23 @@ bool Claims::elementsAgree(OutputResult &res, int id, int rank, const Term &side
     rec.store({}); // agreement alone: no terms to keep
     return true;
   }
-  Failure f{Failure::OutputMismatch, "", "", "", "", name, {}, std::nullopt};
-  f.rankNodes = outputProducers(core.ranks, name, rank);
   // Already refuted: the smallest sizes only (each attempt replays the whole
   // model, and this output cannot change the verdict).
   int attempts = refutedBy.empty() ? INT_MAX : kAttemptsWhenRefuted;
-  if (auto w = core.witness(refValues).search(*diff, id, rank, shape, a0, b0, attempts)) {
+  auto w = core.witness(refValues).search(*diff, id, rank, shape, a0, b0, attempts);
+  if (!w && !refutedBy.empty()) {
+    // Not a failure of its own (no solver limit was met): the output's row
+    // says why it was left.
+    res.verdict = Verdict::Unknown;
+    res.detail = "output '" + name + "'" + who + " not compared further: the implementation is already refuted (" +
+                 refutedBy + ")";
+    return false;
+  }
+  Failure f;
+  f.kind = Failure::OutputMismatch;
+  f.tensor = name;
+  f.rankNodes = outputProducers(core.ranks, name, rank);
+  if (w) {
     res.verdict = Verdict::Refuted;
     f.cex = w;
     f.message = "output '" + name + "'" + who + " differs from the reference";
@@ -194,13 +208,6 @@ bool Claims::elementsAgree(OutputResult &res, int id, int rank, const Term &side
                        .str();
     }
     localizeDeparture(f, a0, b0);
-  } else if (!refutedBy.empty()) {
-    // Not a failure of its own (no solver limit was met): the output's row
-    // says why it was left.
-    res.verdict = Verdict::Unknown;
-    res.detail = "output '" + name + "'" + who + " not compared further: the implementation is already refuted (" +
-                 refutedBy + ")";
-    return false;
   } else {
     // No difference on numbers: unfold further.
     diff = unfoldUntilEqual(a0, b0, *diff, core.opts.maxExpansion);
