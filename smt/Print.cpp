@@ -72,15 +72,14 @@ struct Printer {
 
   static std::optional<int64_t> negCoef(Z3_ast a, Z3_ast &rest) {
     // Matches (* -c x) so that a + (* -1 x) prints as a - x.
-    if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
+    if (kindOf(a) != Z3_OP_MUL)
       return std::nullopt;
     Z3_app app = Z3_to_app(ctx(), a);
-    if (Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), app)) != Z3_OP_MUL ||
-        Z3_get_app_num_args(ctx(), app) != 2)
+    if (Z3_get_app_num_args(ctx(), app) != 2)
       return std::nullopt;
     Z3_ast c = Z3_get_app_arg(ctx(), app, 0);
     int64_t v;
-    if (Z3_get_ast_kind(ctx(), c) != Z3_NUMERAL_AST || !Z3_get_numeral_int64(ctx(), c, &v) || v >= 0)
+    if (!isNumeral(c) || !Z3_get_numeral_int64(ctx(), c, &v) || v >= 0)
       return std::nullopt;
     rest = Z3_get_app_arg(ctx(), app, 1);
     return -v;
@@ -176,15 +175,12 @@ struct Printer {
       // !(a <= b) reads better as a > b.
       static const std::pair<Z3_decl_kind, const char *> flip[] = {
           {Z3_OP_LE, " > "}, {Z3_OP_LT, " >= "}, {Z3_OP_GE, " < "}, {Z3_OP_GT, " <= "}, {Z3_OP_EQ, " != "}};
-      if (Z3_get_ast_kind(ctx(), as[0]) == Z3_APP_AST) {
-        Z3_decl_kind k = Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), Z3_to_app(ctx(), as[0])));
-        for (auto &[kind, op] : flip)
-          if (k == kind) {
-            auto inner = args(as[0]);
-            s = sub(inner[0], PCmp + 1) + op + sub(inner[1], PCmp + 1);
-            return PCmp;
-          }
-      }
+      for (auto &[kind, op] : flip)
+        if (kindOf(as[0]) == kind) {
+          auto inner = args(as[0]);
+          s = sub(inner[0], PCmp + 1) + op + sub(inner[1], PCmp + 1);
+          return PCmp;
+        }
       s = "!" + sub(as[0], PAtom);
       return PNot;
     }

@@ -50,9 +50,7 @@ void OutputCheck::decideEarly(const std::vector<PendingObligation> &obligations)
 }
 
 llvm::Expected<Result> OutputCheck::run(const std::vector<PendingObligation> &obligations) {
-  if (!core.solver.pastDeadline())
-    checkObligations(obligations);
-  explainOnlyIfRefuted();
+  decideEarly(obligations); // the walk's, as decideEarly took binding's and the world's
   std::vector<PendingObligation> fromRelations;
   if (auto e = checkOutputs(fromRelations))
     return std::move(e);

@@ -250,8 +250,8 @@ Guess guessPlacement(const std::string &name, const Side &ref, const std::vector
   }
   if (ranks.size() == 1)
     return todo("one rank with shape " + dimsText(*ranks[0].shape) + " against " + dimsText(*ref.shape) +
-                " (padded?); relate them, e.g. \"slice(" + spec::detail::tensorRef(name) + "@0, axis=" + std::to_string(cut[0]) +
-                ", start=0, end=" + ref.shape->dims[cut[0]].str() + ")\"");
+                " (padded?); relate them, e.g. \"slice(" + spec::detail::tensorRef(name) +
+                "@0, axis=" + std::to_string(cut[0]) + ", start=0, end=" + ref.shape->dims[cut[0]].str() + ")\"");
   if (cut.size() > 1)
     return todo("axes " + std::to_string(cut[0]) + " and " + std::to_string(cut[1]) + " both differ from " +
                 dimsText(*ref.shape) + "; give its placement");
