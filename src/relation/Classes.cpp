@@ -126,7 +126,8 @@ static Finiteness finitenessOf(const ClassTable &table, const ClassInfo &ci) {
 ClassId ClassTable::add(ClassInfo info) {
   // A class made inside a recorded computation is known to it by construction,
   // not through a recorded access: its result cannot be replayed by renaming.
-  poisonRecording();
+  if (recording_)
+    poisoned_ = true;
   info.finite = finitenessOf(*this, info);
   ClassId id = static_cast<ClassId>(classes_.size());
   if (info.kind == ClassInfo::Compute && info.def) {

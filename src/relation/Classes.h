@@ -84,24 +84,38 @@ public:
   /// Scopes nest; an inner scope's classes count for the outer ones too.
   class Recording {
   public:
-    explicit Recording(const ClassTable &t) : t_(t), start_(t.log_.size()) {
+    // Each scope has its own flags, so a scope begun after something spoiled
+    // its outer one can still be reused; what spoils an inner scope spoils
+    // the outer ones too (they contain it).
+    explicit Recording(const ClassTable &t)
+        : t_(t), start_(t.log_.size()), outerPoisoned_(t.poisoned_), outerDerived_(t.derivedRead_) {
       ++t_.recording_;
-      if (t_.recording_ == 1)
-        t_.poisoned_ = false;
+      t_.poisoned_ = t_.derivedRead_ = false;
     }
     ~Recording() {
-      if (--t_.recording_ == 0)
+      t_.poisoned_ |= outerPoisoned_;
+      t_.derivedRead_ |= outerDerived_;
+      if (--t_.recording_ == 0) {
         t_.log_.clear();
+        t_.poisoned_ = t_.derivedRead_ = false;
+      }
     }
+    Recording(const Recording &) = delete;
+    Recording &operator=(const Recording &) = delete;
     /// The classes consulted since the scope began, each once, ascending.
     std::vector<ClassId> consulted() const;
     /// False if the computation did something a renaming cannot replay
     /// (created a class, read a cache derived from class definitions).
     bool reusable() const { return !t_.poisoned_; }
+    /// Whether it read a cache derived from class definitions (poisonRecording):
+    /// then consulted() misses what that cache rests on. Creating classes is
+    /// not such a read (a layer copy recreates them, LayerCopy.h).
+    bool readDerivedCache() const { return t_.derivedRead_; }
 
   private:
     const ClassTable &t_;
     size_t start_;
+    bool outerPoisoned_, outerDerived_;
   };
   /// Suspends the recording: for work whose accesses a reused result does not
   /// rest on (a numeric probe that can only reject). Recordings begun inside
@@ -110,14 +124,15 @@ public:
   class Unrecorded {
   public:
     explicit Unrecorded(const ClassTable &t)
-        : t_(t), recording_(t.recording_), poisoned_(t.poisoned_), log_(std::move(t.log_)),
-          size_(t.classes_.size()) {
+        : t_(t), recording_(t.recording_), poisoned_(t.poisoned_), derivedRead_(t.derivedRead_),
+          log_(std::move(t.log_)), size_(t.classes_.size()) {
       t_.recording_ = 0;
       t_.log_.clear();
     }
     ~Unrecorded() {
       t_.recording_ = recording_;
       t_.poisoned_ = poisoned_ || (recording_ && t_.classes_.size() != size_);
+      t_.derivedRead_ = derivedRead_;
       t_.log_ = std::move(log_);
     }
     Unrecorded(const Unrecorded &) = delete;
@@ -126,14 +141,15 @@ public:
   private:
     const ClassTable &t_;
     unsigned recording_;
-    bool poisoned_;
+    bool poisoned_, derivedRead_;
     std::vector<ClassId> log_;
     size_t size_;
   };
-  /// Marks the computations being recorded as not reusable.
+  /// Marks the computations being recorded as not reusable: they read a
+  /// cache derived from class definitions outside any recording.
   void poisonRecording() const {
     if (recording_)
-      poisoned_ = true;
+      poisoned_ = derivedRead_ = true;
   }
   /// The interned computed class with this definition and shape, if any.
   std::optional<ClassId> find(const Term &def, const ir::Shape &shape) const;
@@ -168,6 +184,7 @@ private:
   std::vector<Piece> none_;
   mutable unsigned recording_ = 0;
   mutable bool poisoned_ = false;
+  mutable bool derivedRead_ = false;
   mutable std::vector<ClassId> log_;
 };
 

@@ -180,7 +180,7 @@ Term Renaming::apply(const Term &t) const {
 
 // Every fact of a class but its name, node and members (ClassInfo); a fact
 // added there must be compared here.
-static bool sameFacts(const ClassInfo &a, const ClassInfo &b) {
+bool sameClassFacts(const ClassInfo &a, const ClassInfo &b) {
   if (a.kind != b.kind || a.rank != b.rank || !a.shape.same(b.shape) || a.exactValue != b.exactValue ||
       a.abstractedReference != b.abstractedReference || a.finite != b.finite || a.dataDims != b.dataDims ||
       a.data != b.data ||
@@ -231,10 +231,10 @@ struct Extender {
       auto found = classes.find(sigma.apply(a.def), a.shape);
       if (!found || !sigma.bind(c, *found))
         return false;
-      return sameFacts(a, classes.peek(*found));
+      return sameClassFacts(a, classes.peek(*found));
     }
     const ClassInfo &b = classes.peek(sigma(c));
-    if (!sameFacts(a, b))
+    if (!sameClassFacts(a, b))
       return false;
     return a.kind != ClassInfo::Compute || !a.def || unify(a.def, b.def);
   }
@@ -258,8 +258,12 @@ struct Extender {
   }
 };
 
+bool extendRenaming(const std::vector<ClassId> &consulted, Renaming &sigma, const ClassTable &classes) {
+  return Extender{consulted, sigma, classes, {}}.run();
+}
+
 bool NodeMemo::extend(const Entry &e, Renaming &sigma, const ClassTable &classes) const {
-  return Extender{e.consulted, sigma, classes, {}}.run();
+  return extendRenaming(e.consulted, sigma, classes);
 }
 
 std::optional<std::pair<const NodeMemo::Result *, Renaming>> NodeMemo::lookup(const MemoKey &key,
@@ -280,6 +284,10 @@ std::optional<std::pair<const NodeMemo::Result *, Renaming>> NodeMemo::lookup(co
       ok = sigma.bind(e.key.classes()[i], key.classes()[i]);
     if (ok && extend(e, sigma, classes)) {
       ++hits_;
+      // The reused result rests on the counterparts of what the stored one
+      // consulted: an enclosing recording (a layer, LayerCopy.h) must know them.
+      for (ClassId c : e.consulted)
+        (void)classes[sigma(c)];
       return std::make_pair(&e.result, std::move(sigma));
     }
   }

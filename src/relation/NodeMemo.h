@@ -86,14 +86,20 @@ public:
     return it == map_.end() ? c : it->second;
   }
   ir::Term apply(const ir::Term &t) const;
-
-private:
-  friend class NodeMemo;
-  friend struct Extender;
+  /// Maps `from` to `to`; false if `from` already maps elsewhere.
   bool bind(ClassId from, ClassId to);
   bool has(ClassId c) const { return map_.count(c) != 0; }
+
+private:
   llvm::DenseMap<ClassId, ClassId> map_;
 };
+
+/// Extends `sigma` to every class of `consulted` (ascending) as a memo hit
+/// does, checking each counterpart has the same facts and (for a computed
+/// class) the same definition up to sigma. False: no such extension.
+bool extendRenaming(const std::vector<ClassId> &consulted, Renaming &sigma, const ClassTable &classes);
+/// Every fact of a class but its name, node and members.
+bool sameClassFacts(const ClassInfo &a, const ClassInfo &b);
 
 class NodeMemo {
 public:

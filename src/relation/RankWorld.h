@@ -4,6 +4,7 @@
 #pragma once
 
 #include "Core.h"
+#include "LayerCopy.h"
 #include "NodeEval.h"
 
 #include <unordered_map>
@@ -31,6 +32,8 @@ public:
   Prover &prover;
   std::vector<std::vector<ValueInfo>> &rankValues;
   std::vector<PendingObligation> obligations;
+  /// Whole-layer reuse (LayerCopy.h); null while it is not set up.
+  LayerCopy *layers = nullptr;
   /// Index expression -> the same over pattern indices (i!d -> u!d), keyed by
   /// AST id; the entry holds the expression so the id stays its own.
   std::unordered_map<unsigned, std::pair<smt::Expr, smt::Expr>> iToU;

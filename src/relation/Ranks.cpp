@@ -3,6 +3,7 @@
 #include "MemoKeys.h"
 #include "RankWorld.h"
 
+#include <llvm/ADT/ScopeExit.h>
 #include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
@@ -73,6 +74,8 @@ static void internValue(RankWorld &S, int r, const Node &n, int out, bool evenIf
       info.label = info.label.substr(0, at) + "@*";
   }
   S.classes[c].members.push_back({r, out});
+  if (S.layers)
+    S.layers->noteMember(c, r, out);
   v.term = mkRead(c, broadcastReadIndex(S.classes[c].def, iv));
 }
 
@@ -198,11 +201,15 @@ static llvm::Error buildCollective(RankWorld &S, const std::vector<const Node *>
 
 llvm::Expected<std::vector<PendingObligation>> RankWorld::build() {
   int P = worldSize();
+  LayerCopy copier(core, nodes, rankValues, obligations);
+  layers = &copier;
+  auto detach = llvm::make_scope_exit([&] { layers = nullptr; });
   std::vector<size_t> at(P, 0);
   while (true) {
     for (int r = 0; r < P; ++r) {
       const Graph &g = ranks[r];
-      while (at[r] < g.nodes.size() && !isCollective(g.nodes[at[r]])) {
+      const size_t stop = copier.stopAt(r);
+      while (at[r] < g.nodes.size() && at[r] != stop && !isCollective(g.nodes[at[r]])) {
         const Node &n = g.nodes[at[r]];
         if (auto e = nodes.eval(g, n, rankValues[r], r, obligations))
           return std::move(e);
@@ -216,6 +223,21 @@ llvm::Expected<std::vector<PendingObligation>> RankWorld::build() {
             total += rg.nodes.size();
           core.opts.progress("world", core.result.stats.rankNodes, total);
         }
+      }
+    }
+    // Layer boundaries: every rank waits at the next layer's first node, so
+    // a layer is evaluated (or copied) as a whole on all ranks.
+    if (copier.active()) {
+      int waiting = 0;
+      for (int r = 0; r < P; ++r)
+        waiting += at[r] == copier.stopAt(r);
+      if (waiting == P) {
+        at = copier.atBoundary();
+        continue;
+      }
+      if (waiting > 0) {
+        copier.abandon(); // some rank's collectives fall across the boundary
+        continue;
       }
     }
     int done = 0;
@@ -242,6 +264,7 @@ llvm::Expected<std::vector<PendingObligation>> RankWorld::build() {
     }
   }
   core.result.stats.classes = static_cast<unsigned>(classes.size());
+  core.result.stats.layersCopied = copier.copied();
   return std::move(obligations);
 }
 

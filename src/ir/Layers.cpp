@@ -1,0 +1,182 @@
+#include "shardproof/ir/Layers.h"
+
+#include <llvm/ADT/DenseMap.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <string_view>
+
+namespace shardproof::ir {
+
+int LayerStack::layerOf(size_t n) const {
+  if (begin.empty() || n < begin.front() || n >= begin.back())
+    return -1;
+  return static_cast<int>(std::upper_bound(begin.begin(), begin.end(), n) - begin.begin()) - 1;
+}
+
+int layerNumber(const Node &n, std::string *container) {
+  std::string_view name = n.name;
+  if (name.empty() || name[0] != '/')
+    return -1;
+  // The module parts are the name's components but the last (the op's own).
+  std::string path;
+  for (size_t start = 1, slash; (slash = name.find('/', start)) != std::string_view::npos; start = slash + 1) {
+    std::string_view part = name.substr(start, slash - start);
+    size_t dot = part.rfind('.');
+    if (dot != std::string_view::npos && dot + 1 < part.size() && dot > 0) {
+      std::string_view digits = part.substr(dot + 1);
+      bool numeric = digits.size() <= 6;
+      for (char c : digits)
+        numeric &= std::isdigit(static_cast<unsigned char>(c)) != 0;
+      if (numeric) {
+        if (container)
+          *container = path + (path.empty() ? "" : ".") + std::string(part.substr(0, dot));
+        return std::stoi(std::string(digits));
+      }
+    }
+    path += (path.empty() ? "" : ".") + std::string(part);
+  }
+  return -1;
+}
+
+bool isConstantNode(const Node &n) { return n.opType == "Constant" && n.domain.empty() && n.inputs.empty(); }
+
+static bool sameAttribute(const Attribute &a, const Attribute &b) {
+  if (a.kind != b.kind || a.i != b.i || a.s != b.s || a.ints != b.ints || a.strings != b.strings)
+    return false;
+  // Bitwise for reals: a NaN attribute equals itself, 0.0 and -0.0 differ.
+  auto sameReal = [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; };
+  if (!sameReal(a.f, b.f) || a.floats.size() != b.floats.size())
+    return false;
+  for (size_t i = 0; i < a.floats.size(); ++i)
+    if (!sameReal(a.floats[i], b.floats[i]))
+      return false;
+  if (!a.tensor || !b.tensor || a.tensor == b.tensor)
+    return !a.tensor == !b.tensor;
+  const TensorData &x = *a.tensor, &y = *b.tensor;
+  if (x.dtype != y.dtype || x.dims != y.dims || x.ints != y.ints || x.floats.size() != y.floats.size())
+    return false;
+  for (size_t i = 0; i < x.floats.size(); ++i)
+    if (!sameReal(x.floats[i], y.floats[i]))
+      return false;
+  return true;
+}
+
+static bool sameNode(const Node &a, const Node &b) {
+  if (a.opType != b.opType || a.domain != b.domain || a.inputs.size() != b.inputs.size() ||
+      a.outputs.size() != b.outputs.size() || a.attrs.size() != b.attrs.size())
+    return false;
+  for (auto ia = a.attrs.begin(), ib = b.attrs.begin(); ia != a.attrs.end(); ++ia, ++ib)
+    if (ia->first != ib->first || !sameAttribute(ia->second, ib->second))
+      return false;
+  return true;
+}
+
+namespace {
+
+// Layer k against layer k-1: see Layers.h for what must correspond.
+struct RepeatCheck {
+  RepeatCheck(const Graph &g, const LayerStack &s, int k) : g(g), s(s), k(k) {}
+  const Graph &g;
+  const LayerStack &s;
+  int k;
+  llvm::DenseMap<int, int> sourceTo, sourceFrom; // graph inputs/initializers of k-1 <-> of k
+
+  // The tensor of layer k that stands where `b` stands for layer k-1.
+  bool corresponds(int b, int a) {
+    if (b < 0 || a < 0)
+      return a == b;
+    int p = g.values[b].producer;
+    if (p < 0) {
+      if (!g.isSource(a))
+        return false;
+      if (a == b)
+        return !sourceTo.count(b) && !sourceFrom.count(a);
+      auto [to, freshTo] = sourceTo.try_emplace(b, a);
+      auto [from, freshFrom] = sourceFrom.try_emplace(a, b);
+      return to->second == a && from->second == b && a != b;
+    }
+    if (isConstantNode(g.nodes[p])) {
+      int q = g.values[a].producer;
+      return q >= 0 && isConstantNode(g.nodes[q]) && sameNode(g.nodes[p], g.nodes[q]);
+    }
+    int j = s.layerOf(static_cast<size_t>(p));
+    if (j < 0 || j + 1 >= s.layers() || (a == b && j + 1 < k))
+      return a == b; // made by the stem, or by a layer below for all above it (a rotary table): shared
+    int q = g.values[a].producer;
+    if (q < 0 || s.layerOf(static_cast<size_t>(q)) != j + 1 || g.values[a].producerSlot != g.values[b].producerSlot)
+      return false;
+    // Layer j+1 repeating layer j: the same position. Else (layer 1 against
+    // the first layer, which differs) the node of the same name in it.
+    if (s.repeats[j + 1])
+      return s.position[q] == s.position[p];
+    return renumbered(g.nodes[p].name, j) == g.nodes[q].name;
+  }
+
+  // "/layers.3/mlp/Add" -> "/layers.4/mlp/Add".
+  std::string renumbered(const std::string &name, int j) const {
+    std::string from = "/" + s.part + "." + std::to_string(j) + "/";
+    size_t at = name.find(from);
+    if (at == std::string::npos)
+      return "";
+    return name.substr(0, at) + "/" + s.part + "." + std::to_string(j + 1) + "/" + name.substr(at + from.size());
+  }
+
+  bool run() {
+    if (s.size(k) != s.size(k - 1))
+      return false;
+    for (size_t o = 0; o < s.size(k); ++o) {
+      const Node &nb = g.nodes[s.body[k - 1][o]], &na = g.nodes[s.body[k][o]];
+      if (!sameNode(nb, na))
+        return false;
+      for (size_t i = 0; i < nb.inputs.size(); ++i)
+        if (!corresponds(nb.inputs[i], na.inputs[i]))
+          return false;
+    }
+    return true;
+  }
+};
+
+} // namespace
+
+LayerStack findLayerStack(const Graph &g) {
+  LayerStack s;
+  int last = -1;
+  size_t lastNode = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    std::string container;
+    int k = isConstantNode(g.nodes[i]) ? -1 : layerNumber(g.nodes[i], &container);
+    if (k < 0)
+      continue;
+    if (s.begin.empty())
+      s.container = container;
+    else if (container != s.container)
+      continue; // another numbered module (experts inside a layer): part of the layer around it
+    if (k == last + 1) {
+      s.begin.push_back(i);
+      last = k;
+    } else if (k != last) {
+      return {}; // layers out of order or interleaved: no stack
+    }
+    lastNode = i;
+  }
+  if (s.begin.empty())
+    return {};
+  s.begin.push_back(lastNode + 1);
+  s.part = s.container.substr(s.container.rfind('.') + 1);
+  s.body.resize(s.begin.size() - 1);
+  s.position.assign(g.nodes.size(), -1);
+  for (int k = 0; k < s.layers(); ++k)
+    for (size_t i = s.begin[k]; i < s.begin[k + 1]; ++i)
+      if (!isConstantNode(g.nodes[i])) {
+        s.position[i] = static_cast<int>(s.body[k].size());
+        s.body[k].push_back(i);
+      }
+  s.repeats.assign(s.begin.size() - 1, false);
+  for (int k = 2; k < s.layers(); ++k)
+    s.repeats[k] = RepeatCheck{g, s, k}.run();
+  return s;
+}
+
+} // namespace shardproof::ir

@@ -1,0 +1,310 @@
+// Whole-layer reuse in the rank world: LayerCopy.h says when a layer is its
+// predecessor renamed, and why the copy is what evaluation would give.
+#include "LayerCopy.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace shardproof::relation {
+
+using namespace ir;
+
+namespace {
+
+bool exprsNameClasses(const Term &t) {
+  if (t->kind == TermKind::Read)
+    for (auto &e : t->idx)
+      if (e.hasApp())
+        return true;
+  if (t->kind == TermKind::Select && t->cond.hasApp())
+    return true;
+  if (t->kind == TermKind::Sum && (t->lo.hasApp() || t->hi.hasApp()))
+    return true;
+  for (auto &a : t->args)
+    if (exprsNameClasses(a))
+      return true;
+  return false;
+}
+
+// Node p is in layer k's body (not one of the Constant nodes in its span).
+bool inBody(const LayerStack &s, int k, int p) {
+  return p >= 0 && s.position[p] >= 0 && static_cast<size_t>(p) >= s.begin[k] &&
+         static_cast<size_t>(p) < s.begin[k + 1];
+}
+
+bool sameData(const std::shared_ptr<const TensorData> &a, const std::shared_ptr<const TensorData> &b) {
+  if (a == b)
+    return true;
+  return a && b && a->dtype == b->dtype && a->dims == b->dims && a->ints == b->ints && a->floats == b->floats;
+}
+
+// Two values equal up to renaming their classes by sigma (extended as it goes).
+bool unifyValues(const ValueInfo &b, const ValueInfo &a, Renaming &sigma) {
+  if (!b.term != !a.term || b.shape.has_value() != a.shape.has_value() || b.dtype != a.dtype ||
+      b.value.has_value() != a.value.has_value() || b.unsupported != a.unsupported || !sameData(b.data, a.data))
+    return false;
+  if (b.shape && !b.shape->same(*a.shape))
+    return false;
+  if (b.value) {
+    if (b.value->dims != a.value->dims || b.value->vals.size() != a.value->vals.size())
+      return false;
+    for (size_t i = 0; i < b.value->vals.size(); ++i)
+      if (!b.value->vals[i].same(a.value->vals[i]))
+        return false;
+  }
+  return !b.term || sameTermUpToReads(b.term, a.term, [&](ClassId x, ClassId y) { return sigma.bind(x, y); });
+}
+
+} // namespace
+
+LayerCopy::LayerCopy(CheckCore &core, NodeEvaluator &nodes, std::vector<std::vector<ValueInfo>> &rankValues,
+                     std::vector<PendingObligation> &obligations)
+    : core(core), nodes(nodes), rankValues(rankValues), obligations(obligations) {
+  if (!core.opts.memo)
+    return; // --no-memo: every node derived afresh
+  for (const Graph &g : core.ranks)
+    stacks.push_back(findLayerStack(g));
+  layers = stacks.empty() ? 0 : stacks[0].layers();
+  for (auto &s : stacks)
+    if (s.layers() != layers)
+      return;
+  active_ = layers >= 3; // the first copy is layer 2, from layer 1
+}
+
+size_t LayerCopy::stopAt(int r) const {
+  return active_ && next <= layers ? stacks[r].begin[next] : SIZE_MAX;
+}
+
+void LayerCopy::abandon() {
+  active_ = false;
+  window_.reset();
+  rec_.reset();
+  done_.reset();
+}
+
+void LayerCopy::open(int layer) {
+  window_.emplace();
+  window_->layer = layer;
+  window_->firstClass = static_cast<ClassId>(core.classes.size());
+  window_->failures = core.result.failures.size();
+  window_->obligations = obligations.size();
+  rec_.emplace(core.classes);
+}
+
+void LayerCopy::close() {
+  if (!window_)
+    return;
+  Window &w = *window_;
+  w.endClass = static_cast<ClassId>(core.classes.size());
+  w.consulted = rec_->consulted();
+  w.valid = !rec_->readDerivedCache() && layerIsClean(w);
+  rec_.reset();
+  done_ = std::move(w);
+  window_.reset();
+}
+
+// Nothing in the layer that a renaming of classes would not carry over.
+bool LayerCopy::layerIsClean(const Window &w) const {
+  if (core.result.failures.size() != w.failures)
+    return false;
+  for (size_t i = w.obligations; i < obligations.size(); ++i)
+    if (obligations[i].obl.cond.hasApp())
+      return false;
+  for (size_t r = 0; r < stacks.size(); ++r) {
+    const Graph &g = core.ranks[r];
+    for (size_t n : stacks[r].body[w.layer])
+      for (int o : g.nodes[n].outputs) {
+        const ValueInfo &v = rankValues[r][o];
+        if (!v.unsupported.empty() || (v.term && exprsNameClasses(v.term)))
+          return false;
+        if (v.value)
+          for (auto &e : v.value->vals)
+            if (e.hasApp())
+              return false;
+      }
+  }
+  return true;
+}
+
+std::vector<size_t> LayerCopy::atBoundary() {
+  const int k = next++;
+  close();
+  std::vector<size_t> at;
+  for (auto &s : stacks)
+    at.push_back(s.begin[k]);
+  if (k == layers)
+    return at; // past the last layer: nothing to copy or record
+  bool repeats = true;
+  for (auto &s : stacks)
+    repeats &= s.repeats[k];
+  if (repeats && done_ && done_->layer == k - 1 && done_->valid && copy(k)) {
+    for (size_t r = 0; r < stacks.size(); ++r)
+      at[r] = stacks[r].begin[k + 1];
+    return at;
+  }
+  open(k);
+  return at;
+}
+
+// Rank r's value of layer k standing where `value` stands in layer k-1.
+int LayerCopy::counterpart(int r, int k, int value) const {
+  const Graph &g = core.ranks[r];
+  const LayerStack &s = stacks[r];
+  int p = g.values[value].producer;
+  if (!inBody(s, k - 1, p))
+    return -1;
+  const Node &n = g.nodes[s.body[k][s.position[p]]];
+  int slot = g.values[value].producerSlot;
+  return slot < static_cast<int>(n.outputs.size()) ? n.outputs[slot] : -1;
+}
+
+// Every input layer k reads from outside itself against layer k-1's.
+bool LayerCopy::bindInputs(int k, Renaming &sigma) const {
+  for (size_t r = 0; r < stacks.size(); ++r) {
+    const Graph &g = core.ranks[r];
+    const LayerStack &s = stacks[r];
+    for (size_t o = 0; o < s.size(k); ++o) {
+      const Node &nb = g.nodes[s.body[k - 1][o]], &na = g.nodes[s.body[k][o]];
+      for (size_t i = 0; i < nb.inputs.size(); ++i) {
+        int b = nb.inputs[i], a = na.inputs[i];
+        if (b < 0 || inBody(s, k - 1, g.values[b].producer))
+          continue; // made inside the layer
+        if (!unifyValues(rankValues[r][b], rankValues[r][a], sigma))
+          return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool LayerCopy::copy(int k) {
+  const Window &w = *done_;
+  ClassTable &classes = core.classes;
+  // The Constant nodes in layer k's span first: its body may read them (and
+  // later layers may too). Evaluating them is what the plain walk does.
+  for (size_t r = 0; r < stacks.size(); ++r)
+    for (size_t n = stacks[r].begin[k]; n < stacks[r].begin[k + 1]; ++n)
+      if (stacks[r].position[n] < 0) {
+        const Graph &g = core.ranks[r];
+        if (auto e = nodes.eval(g, g.nodes[n], rankValues[r], static_cast<int>(r), obligations)) {
+          llvm::consumeError(std::move(e)); // a rank node is never an error; the plain walk will say
+          return false;
+        }
+      }
+  Renaming sigma;
+  if (!bindInputs(k, sigma))
+    return false;
+  // What the layer's evaluation consulted of the classes before it: the same
+  // facts and definitions (up to sigma) for layer k's counterparts.
+  std::vector<ClassId> before;
+  for (ClassId c : w.consulted)
+    if (c < w.firstClass)
+      before.push_back(c);
+  if (!extendRenaming(before, sigma, classes))
+    return false;
+  // The classes the layer created get images with the next ids, in order.
+  struct Image {
+    ClassId from;
+    Term def;
+    int rank, value; // the member that created it, in layer k
+  };
+  std::vector<Image> images;
+  ClassId nextId = static_cast<ClassId>(classes.size());
+  for (ClassId c = w.firstClass; c < w.endClass; ++c) {
+    const ClassInfo &ci = classes.peek(c);
+    if (ci.kind == ClassInfo::Constant) {
+      if (!sigma.bind(c, c)) // keyed by content: layer k's constant nodes find it
+        return false;
+      continue;
+    }
+    if (ci.kind != ClassInfo::Compute || !ci.def || ci.members.empty() || !sigma.bind(c, nextId++))
+      return false;
+    images.push_back({c, nullptr, ci.members[0].rank, counterpart(ci.members[0].rank, k, ci.members[0].value)});
+    if (images.back().value < 0)
+      return false;
+  }
+  for (Image &im : images) {
+    const ClassInfo &ci = classes.peek(im.from);
+    im.def = sigma.apply(ci.def);
+    std::vector<ClassId> reads;
+    collectReads(ci.def, reads);
+    bool readsNew = false;
+    for (ClassId x : reads) {
+      readsNew |= x >= w.firstClass;
+      // The image's facts follow from those of what it reads (finiteness).
+      if (x < w.firstClass && !sameClassFacts(classes.peek(x), classes.peek(sigma(x))))
+        return false;
+    }
+    if (!readsNew && classes.find(im.def, ci.shape))
+      return false; // hash-consing would merge it with an existing class
+  }
+  for (const Member &m : w.members)
+    if (counterpart(m.rank, k, m.value) < 0)
+      return false;
+  // Decided: layer k is layer k-1 renamed. The images, as internValue makes them.
+  for (const Image &im : images) {
+    const ClassInfo &from = classes.peek(im.from);
+    const Graph &g = core.ranks[im.rank];
+    const Node &n = g.nodes[g.values[im.value].producer];
+    ClassInfo ci;
+    ci.kind = ClassInfo::Compute;
+    ci.def = im.def;
+    ci.shape = from.shape;
+    ci.rank = im.rank;
+    ci.node = n.name;
+    ci.module = n.modulePath();
+    ci.label = g.values[im.value].name + "@" + std::to_string(im.rank);
+    ClassId id = classes.addNew(std::move(ci));
+    SP_CHECK(id == sigma(im.from), "layer copy: class images out of order");
+  }
+  Window nw;
+  nw.layer = k;
+  nw.firstClass = images.empty() ? static_cast<ClassId>(classes.size()) : sigma(images.front().from);
+  nw.endClass = static_cast<ClassId>(classes.size());
+  for (const Member &m : w.members) {
+    ClassId c = sigma(m.cls);
+    int v = counterpart(m.rank, k, m.value);
+    ClassInfo &info = classes[c];
+    if (!info.members.empty() && info.rank != m.rank && info.rank >= 0) {
+      // The same computation on several ranks: one class, shared.
+      info.rank = -1;
+      if (auto at = info.label.rfind('@'); at != std::string::npos)
+        info.label = info.label.substr(0, at) + "@*";
+    }
+    info.members.push_back({m.rank, v});
+    nw.members.push_back({c, m.rank, v});
+  }
+  for (const Image &im : images) {
+    const ClassInfo &a = classes.peek(im.from), &b = classes.peek(sigma(im.from));
+    SP_CHECK(a.rank == b.rank && a.finite == b.finite, "layer copy: an image's facts differ from its class's");
+  }
+  // The values of layer k.
+  unsigned count = 0;
+  for (size_t r = 0; r < stacks.size(); ++r) {
+    const Graph &g = core.ranks[r];
+    const LayerStack &s = stacks[r];
+    count += static_cast<unsigned>(s.begin[k + 1] - s.begin[k]);
+    for (size_t o = 0; o < s.size(k); ++o) {
+      const Node &nb = g.nodes[s.body[k - 1][o]], &na = g.nodes[s.body[k][o]];
+      for (size_t j = 0; j < nb.outputs.size(); ++j) {
+        const ValueInfo &vb = rankValues[r][nb.outputs[j]];
+        ValueInfo &va = rankValues[r][na.outputs[j]];
+        va = vb;
+        if (vb.term)
+          va.term = sigma.apply(vb.term);
+      }
+    }
+  }
+  for (ClassId c : w.consulted)
+    nw.consulted.push_back(sigma(c));
+  std::sort(nw.consulted.begin(), nw.consulted.end());
+  nw.consulted.erase(std::unique(nw.consulted.begin(), nw.consulted.end()), nw.consulted.end());
+  nw.failures = core.result.failures.size();
+  nw.obligations = obligations.size();
+  core.result.stats.rankNodes += count;
+  ++copied_;
+  done_ = std::move(nw);
+  return true;
+}
+
+} // namespace shardproof::relation

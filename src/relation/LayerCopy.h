@@ -1,0 +1,100 @@
+// Internal: whole-layer reuse in the rank world (Ranks.cpp).
+//
+// A 126-layer model's layers are one layer 126 times. Evaluating layer k's
+// nodes one by one, even as memo hits (NodeMemo.h), costs about what loading
+// them cost. LayerCopy instead takes layer k as layer k-1 renamed: every
+// rank value of layer k gets layer k-1's counterpart's term with its classes
+// renamed by sigma, and every class layer k-1 created gets its image, the
+// renamed definition.
+//
+// Why that is what evaluating layer k would give. Evaluation is a function of
+// a node's operator and attributes, its inputs' values, and the facts of the
+// classes it consults (NodeMemo.h argues it; the memo already relies on it
+// node by node). Layer k is a copy only when:
+//  - on every rank, ir::findLayerStack says layer k is layer k-1 node for
+//    node, wired alike (Layers.h);
+//  - every input layer k reads from outside itself has the value of the one
+//    layer k-1 read, up to sigma: same shape, type, integer values and data,
+//    the term equal but for classes, which bind sigma;
+//  - sigma extends to every class layer k-1's evaluation consulted (recorded
+//    for the whole layer, memo hits included), with the same facts and
+//    definitions up to sigma (extendRenaming), and nothing in the layer read
+//    a cache the recording cannot see;
+//  - no image of a created class is already in the table (hash-consing
+//    would have merged it: the evaluation would differ);
+//  - the layer raised no failure, has no value without an element map, and
+//    no expression of it names a class (a data-dependent read: sigma does not
+//    rename inside expressions).
+// Its side conditions are layer k-1's formulas again (shapes do not name
+// classes), so they are not raised twice. Anything else: the layer is
+// evaluated node by node, as before.
+#pragma once
+
+#include "Core.h"
+#include "NodeEval.h"
+#include "NodeMemo.h"
+
+#include "shardproof/ir/Layers.h"
+
+#include <optional>
+#include <vector>
+
+namespace shardproof::relation {
+
+class LayerCopy {
+public:
+  LayerCopy(CheckCore &core, NodeEvaluator &nodes, std::vector<std::vector<ValueInfo>> &rankValues,
+            std::vector<PendingObligation> &obligations);
+
+  /// Where rank r must stop and wait for the others: the first node of the
+  /// next layer whose start matters (SIZE_MAX: none left).
+  size_t stopAt(int r) const;
+  /// Called when every rank stands at its stopAt: ends the layer recorded so
+  /// far and copies the next if it can. Returns the node each rank goes on from.
+  std::vector<size_t> atBoundary();
+  /// The ranks could not all reach the boundary together (their collectives
+  /// fall elsewhere): no more copies.
+  void abandon();
+  bool active() const { return active_; }
+  /// internValue's record of a rank value becoming a member of class c.
+  void noteMember(ClassId c, int rank, int value) {
+    if (window_)
+      window_->members.push_back({c, rank, value});
+  }
+  unsigned copied() const { return copied_; }
+
+private:
+  struct Member {
+    ClassId cls;
+    int rank, value;
+  };
+  /// What evaluating (or copying) one layer did, for copying the next.
+  struct Window {
+    int layer = -1;
+    ClassId firstClass = 0, endClass = 0; // the classes it created
+    std::vector<ClassId> consulted;       // ascending
+    std::vector<Member> members;          // in the order internValue added them
+    size_t failures = 0, obligations = 0; // counts when it began
+    bool valid = true;
+  };
+  void open(int layer);
+  void close();
+  bool copy(int k);
+  bool bindInputs(int k, Renaming &sigma) const;
+  bool layerIsClean(const Window &w) const;
+  int counterpart(int r, int k, int value) const;
+
+  CheckCore &core;
+  NodeEvaluator &nodes;
+  std::vector<std::vector<ValueInfo>> &rankValues;
+  std::vector<PendingObligation> &obligations;
+  std::vector<ir::LayerStack> stacks;
+  int layers = 0;
+  int next = 1; // the boundary the ranks walk towards: the start of layer `next`
+  bool active_ = false;
+  std::optional<Window> window_, done_; // the layer being evaluated; the last one finished
+  std::optional<ClassTable::Recording> rec_; // window_'s
+  unsigned copied_ = 0;
+};
+
+} // namespace shardproof::relation
