@@ -1,6 +1,7 @@
 #include "shardproof/ir/Layers.h"
 
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
 
 #include <algorithm>
 #include <cctype>
@@ -81,7 +82,9 @@ struct RepeatCheck {
   const Graph &g;
   const LayerStack &s;
   int k;
-  llvm::DenseMap<int, int> sourceTo, sourceFrom; // graph inputs/initializers of k-1 <-> of k
+  llvm::DenseMap<int, int> sourceTo, sourceFrom;
+  llvm::DenseSet<int> seen;
+  std::vector<std::pair<int, int>> outside; // graph inputs/initializers of k-1 <-> of k
 
   // The tensor of layer k that stands where `b` stands for layer k-1.
   bool corresponds(int b, int a) {
@@ -130,9 +133,14 @@ struct RepeatCheck {
       const Node &nb = g.nodes[s.body[k - 1][o]], &na = g.nodes[s.body[k][o]];
       if (!sameNode(nb, na))
         return false;
-      for (size_t i = 0; i < nb.inputs.size(); ++i)
+      for (size_t i = 0; i < nb.inputs.size(); ++i) {
         if (!corresponds(nb.inputs[i], na.inputs[i]))
           return false;
+        int b = nb.inputs[i], p = b < 0 ? -1 : g.values[b].producer;
+        bool inside = p >= 0 && s.position[p] >= 0 && s.layerOf(static_cast<size_t>(p)) == k - 1;
+        if (b >= 0 && !inside && seen.insert(b).second)
+          outside.push_back({b, na.inputs[i]});
+      }
     }
     return true;
   }
@@ -166,16 +174,32 @@ LayerStack findLayerStack(const Graph &g) {
   s.begin.push_back(lastNode + 1);
   s.part = s.container.substr(s.container.rfind('.') + 1);
   s.body.resize(s.begin.size() - 1);
+  s.constants.resize(s.begin.size() - 1);
   s.position.assign(g.nodes.size(), -1);
   for (int k = 0; k < s.layers(); ++k)
     for (size_t i = s.begin[k]; i < s.begin[k + 1]; ++i)
       if (!isConstantNode(g.nodes[i])) {
         s.position[i] = static_cast<int>(s.body[k].size());
         s.body[k].push_back(i);
+      } else {
+        s.constants[k].push_back(i);
       }
   s.repeats.assign(s.begin.size() - 1, false);
-  for (int k = 2; k < s.layers(); ++k)
-    s.repeats[k] = RepeatCheck{g, s, k}.run();
+  s.outsideInputs.resize(s.layers());
+  for (int k = 2; k < s.layers(); ++k) {
+    RepeatCheck check{g, s, k};
+    s.repeats[k] = check.run();
+    if (s.repeats[k])
+      s.outsideInputs[k] = std::move(check.outside);
+  }
+  s.constantsRepeat.assign(s.layers(), false);
+  for (int k = 1; k < s.layers(); ++k) {
+    auto &a = s.constants[k], &b = s.constants[k - 1];
+    bool same = a.size() == b.size();
+    for (size_t i = 0; same && i < a.size(); ++i)
+      same = sameNode(g.nodes[a[i]], g.nodes[b[i]]);
+    s.constantsRepeat[k] = same;
+  }
   return s;
 }
 

@@ -1,5 +1,6 @@
 // Relation inference over the reference graph: each reference tensor's element
 // term is built from its inputs' relations, then covered by rank classes.
+#include "LayerCopy.h"
 #include "Walk.h"
 
 #include <llvm/ADT/ScopeExit.h>
@@ -136,7 +137,21 @@ llvm::Expected<std::vector<PendingObligation>> ReferenceWalk::run() {
   auto marks = checkpoints();
   if (!marks)
     return marks.takeError();
-  for (const Node &n : ref.nodes) {
+  std::set<std::string> markNames;
+  for (auto &[name, pl] : *marks)
+    markNames.insert(name);
+  // Whole layers taken as the layer below renamed (LayerCopy.h).
+  ReferenceLayerCopy layers(core, nodes, refValues, raised, markNames, rankLayerMaps);
+  auto walk = [&](const Node &n) { return walkNode(n, *marks); };
+  for (size_t i = 0; i < ref.nodes.size();) {
+    if (i == layers.stopAt()) {
+      auto next = layers.atBoundary(walk);
+      if (!next)
+        return next.takeError();
+      i = *next;
+      continue;
+    }
+    const Node &n = ref.nodes[i++];
     if (core.solver.pastDeadline()) {
       stopAtDeadline(n);
       break;
@@ -144,6 +159,7 @@ llvm::Expected<std::vector<PendingObligation>> ReferenceWalk::run() {
     if (auto e = walkNode(n, *marks))
       return std::move(e);
   }
+  core.result.stats.refLayersCopied = layers.copied();
   return std::move(raised);
 }
 

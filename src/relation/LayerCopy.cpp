@@ -2,6 +2,8 @@
 // predecessor renamed, and why the copy is what evaluation would give.
 #include "LayerCopy.h"
 
+#include <llvm/ADT/DenseSet.h>
+
 #include <algorithm>
 #include <climits>
 
@@ -9,7 +11,7 @@ namespace shardproof::relation {
 
 using namespace ir;
 
-namespace {
+namespace layercopy {
 
 bool exprsNameClasses(const Term &t) {
   if (t->kind == TermKind::Read)
@@ -32,7 +34,7 @@ bool inBody(const LayerStack &s, int k, int p) {
          static_cast<size_t>(p) < s.begin[k + 1];
 }
 
-bool sameData(const std::shared_ptr<const TensorData> &a, const std::shared_ptr<const TensorData> &b) {
+static bool sameData(const std::shared_ptr<const TensorData> &a, const std::shared_ptr<const TensorData> &b) {
   if (a == b)
     return true;
   return a && b && a->dtype == b->dtype && a->dims == b->dims && a->ints == b->ints && a->floats == b->floats;
@@ -55,7 +57,19 @@ bool unifyValues(const ValueInfo &b, const ValueInfo &a, Renaming &sigma) {
   return !b.term || sameTermUpToReads(b.term, a.term, [&](ClassId x, ClassId y) { return sigma.bind(x, y); });
 }
 
-} // namespace
+bool valueIsClean(const ValueInfo &v) {
+  if (!v.unsupported.empty() || (v.term && exprsNameClasses(v.term)))
+    return false;
+  if (v.value)
+    for (auto &e : v.value->vals)
+      if (e.hasApp())
+        return false;
+  return true;
+}
+
+} // namespace layercopy
+
+using namespace layercopy;
 
 LayerCopy::LayerCopy(CheckCore &core, NodeEvaluator &nodes, std::vector<std::vector<ValueInfo>> &rankValues,
                      std::vector<PendingObligation> &obligations)
@@ -113,15 +127,9 @@ bool LayerCopy::layerIsClean(const Window &w) const {
   for (size_t r = 0; r < stacks.size(); ++r) {
     const Graph &g = core.ranks[r];
     for (size_t n : stacks[r].body[w.layer])
-      for (int o : g.nodes[n].outputs) {
-        const ValueInfo &v = rankValues[r][o];
-        if (!v.unsupported.empty() || (v.term && exprsNameClasses(v.term)))
+      for (int o : g.nodes[n].outputs)
+        if (!valueIsClean(rankValues[r][o]))
           return false;
-        if (v.value)
-          for (auto &e : v.value->vals)
-            if (e.hasApp())
-              return false;
-      }
   }
   return true;
 }
@@ -160,20 +168,10 @@ int LayerCopy::counterpart(int r, int k, int value) const {
 
 // Every input layer k reads from outside itself against layer k-1's.
 bool LayerCopy::bindInputs(int k, Renaming &sigma) const {
-  for (size_t r = 0; r < stacks.size(); ++r) {
-    const Graph &g = core.ranks[r];
-    const LayerStack &s = stacks[r];
-    for (size_t o = 0; o < s.size(k); ++o) {
-      const Node &nb = g.nodes[s.body[k - 1][o]], &na = g.nodes[s.body[k][o]];
-      for (size_t i = 0; i < nb.inputs.size(); ++i) {
-        int b = nb.inputs[i], a = na.inputs[i];
-        if (b < 0 || inBody(s, k - 1, g.values[b].producer))
-          continue; // made inside the layer
-        if (!unifyValues(rankValues[r][b], rankValues[r][a], sigma))
-          return false;
-      }
-    }
-  }
+  for (size_t r = 0; r < stacks.size(); ++r)
+    for (auto [b, a] : stacks[r].outsideInputs[k])
+      if (!unifyValues(rankValues[r][b], rankValues[r][a], sigma))
+        return false;
   return true;
 }
 
@@ -181,16 +179,30 @@ bool LayerCopy::copy(int k) {
   const Window &w = *done_;
   ClassTable &classes = core.classes;
   // The Constant nodes in layer k's span first: its body may read them (and
-  // later layers may too). Evaluating them is what the plain walk does.
-  for (size_t r = 0; r < stacks.size(); ++r)
-    for (size_t n = stacks[r].begin[k]; n < stacks[r].begin[k + 1]; ++n)
-      if (stacks[r].position[n] < 0) {
-        const Graph &g = core.ranks[r];
+  // later layers may too). One the body reads where layer k-1's read one of
+  // the same value (findLayerStack compared them) is that one's value:
+  // constant classes are keyed by content. Any other is evaluated.
+  for (size_t r = 0; r < stacks.size(); ++r) {
+    const Graph &g = core.ranks[r];
+    const LayerStack &s = stacks[r];
+    llvm::SmallDenseSet<int, 64> set;
+    for (auto [b, a] : s.outsideInputs[k]) {
+      int p = g.values[a].producer;
+      if (p < 0 || s.position[p] >= 0 || static_cast<size_t>(p) < s.begin[k] ||
+          static_cast<size_t>(p) >= s.begin[k + 1] || g.values[b].producer < 0)
+        continue; // not a Constant node of layer k's span
+      const Attribute *value = g.nodes[p].attr("value");
+      rankValues[r][a] = rankValues[r][b];
+      rankValues[r][a].data = value ? value->tensor : nullptr;
+      set.insert(p);
+    }
+    for (size_t n : s.constants[k])
+      if (!set.count(static_cast<int>(n)))
         if (auto e = nodes.eval(g, g.nodes[n], rankValues[r], static_cast<int>(r), obligations)) {
           llvm::consumeError(std::move(e)); // a rank node is never an error; the plain walk will say
           return false;
         }
-      }
+  }
   Renaming sigma;
   if (!bindInputs(k, sigma))
     return false;
@@ -303,6 +315,9 @@ bool LayerCopy::copy(int k) {
   nw.obligations = obligations.size();
   core.result.stats.rankNodes += count;
   ++copied_;
+  if (maps_.size() <= static_cast<size_t>(k))
+    maps_.resize(static_cast<size_t>(layers) + 1);
+  maps_[k] = std::move(sigma);
   done_ = std::move(nw);
   return true;
 }

@@ -36,10 +36,24 @@
 
 #include "shardproof/ir/Layers.h"
 
+#include <functional>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace shardproof::relation {
+
+namespace layercopy {
+/// Whether an expression of `t` applies an uninterpreted function (names a class).
+bool exprsNameClasses(const Term &t);
+/// Node p is in layer k's body.
+bool inBody(const ir::LayerStack &s, int k, int p);
+/// `b` and `a` equal up to renaming their classes by sigma (extended as it goes).
+bool unifyValues(const ValueInfo &b, const ValueInfo &a, Renaming &sigma);
+/// Nothing of `v` that a renaming of classes would not carry over.
+bool valueIsClean(const ValueInfo &v);
+} // namespace layercopy
 
 class LayerCopy {
 public:
@@ -62,6 +76,8 @@ public:
       window_->members.push_back({c, rank, value});
   }
   unsigned copied() const { return copied_; }
+  /// Per layer copied, the renaming of layer k-1's classes to layer k's.
+  std::vector<std::optional<Renaming>> takeMaps() { return std::move(maps_); }
 
 private:
   struct Member {
@@ -94,6 +110,60 @@ private:
   bool active_ = false;
   std::optional<Window> window_, done_; // the layer being evaluated; the last one finished
   std::optional<ClassTable::Recording> rec_; // window_'s
+  std::vector<std::optional<Renaming>> maps_;
+  unsigned copied_ = 0;
+};
+
+/// The same for the reference walk (RefLayerCopy.cpp): reference layer k
+/// taken as layer k-1 renamed, its values' terms (over rank classes) and
+/// relation rows the layer below's with the classes renamed. The conditions
+/// are LayerCopy's, over the reference graph: the layer's inputs from outside
+/// unify, the classes its walk consulted extend the renaming with the same
+/// facts, and the walk of layer k-1 was clean: every tensor matched or a
+/// view, no failure, no class made, no checkpoint, no claim, nothing read
+/// through a cache the recording cannot see. Its Constant nodes are walked
+/// as any node.
+class ReferenceLayerCopy {
+public:
+  using WalkFn = std::function<llvm::Error(const ir::Node &)>;
+  /// `rankMaps`: the rank world's renamings per copied layer (LayerCopy),
+  /// where the reference layer's renaming starts (each binding is checked
+  /// like any other: only what the walk consulted matters).
+  ReferenceLayerCopy(CheckCore &core, NodeEvaluator &nodes, std::vector<ValueInfo> &refValues,
+                     std::vector<PendingObligation> &raised, const std::set<std::string> &checkpoints,
+                     const std::vector<std::optional<Renaming>> &rankMaps);
+
+  /// The node where the walk must call atBoundary (SIZE_MAX: none).
+  size_t stopAt() const { return active_ && next <= stack.layers() ? stack.begin[next] : SIZE_MAX; }
+  /// Ends the layer recorded so far and copies the next if it can (walking
+  /// its Constant nodes with `walk`). Returns the node the walk goes on from.
+  llvm::Expected<size_t> atBoundary(const WalkFn &walk);
+  unsigned copied() const { return copied_; }
+
+private:
+  struct Window {
+    int layer = -1;
+    std::vector<ClassId> consulted;
+    size_t rows = 0, rowsEnd = 0, failures = 0, outputs = 0, raised = 0, classes = 0;
+    unsigned matches = 0;
+    bool valid = true;
+  };
+  void open(int layer);
+  void close();
+  bool clean(const Window &w) const;
+  llvm::Expected<bool> copy(int k, const WalkFn &walk);
+
+  CheckCore &core;
+  NodeEvaluator &nodes;
+  std::vector<ValueInfo> &refValues;
+  std::vector<PendingObligation> &raised;
+  const std::set<std::string> &checkpoints;
+  const std::vector<std::optional<Renaming>> &rankMaps;
+  ir::LayerStack stack;
+  int next = 1;
+  bool active_ = false;
+  std::optional<Window> window_, done_;
+  std::optional<ClassTable::Recording> rec_;
   unsigned copied_ = 0;
 };
 

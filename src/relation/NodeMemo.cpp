@@ -175,6 +175,10 @@ bool Renaming::bind(ClassId from, ClassId to) {
 Term Renaming::apply(const Term &t) const {
   if (map_.empty())
     return t;
+  if (t->kind == TermKind::Read) { // most values: one read of their class
+    ClassId c = (*this)(t->cls);
+    return c == t->cls ? t : mkRead(c, t->idx);
+  }
   return renameClasses(t, [this](ClassId c) { return (*this)(c); });
 }
 

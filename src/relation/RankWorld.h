@@ -34,6 +34,9 @@ public:
   std::vector<PendingObligation> obligations;
   /// Whole-layer reuse (LayerCopy.h); null while it is not set up.
   LayerCopy *layers = nullptr;
+  /// After build: per layer it copied, the renaming of the layer below's
+  /// classes to its own (where the reference walk's copy starts).
+  std::vector<std::optional<Renaming>> layerMaps;
   /// Index expression -> the same over pattern indices (i!d -> u!d), keyed by
   /// AST id; the entry holds the expression so the id stays its own.
   std::unordered_map<unsigned, std::pair<smt::Expr, smt::Expr>> iToU;

@@ -265,6 +265,7 @@ llvm::Expected<std::vector<PendingObligation>> RankWorld::build() {
   }
   core.result.stats.classes = static_cast<unsigned>(classes.size());
   core.result.stats.layersCopied = copier.copied();
+  layerMaps = copier.takeMaps();
   return std::move(obligations);
 }
 

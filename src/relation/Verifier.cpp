@@ -131,7 +131,8 @@ llvm::Expected<Result> checkPrepared(const ir::Graph &ref, const std::vector<ir:
   std::vector<ValueInfo> &refValues = state->refValues;
   refValues = std::move(bound->refValues);
   NodeEvaluator &nodes = state->nodes;
-  auto world = RankWorld(core, nodes, rankValues).build();
+  RankWorld rankWorld(core, nodes, rankValues);
+  auto world = rankWorld.build();
   if (!world)
     return world.takeError();
   obligations.insert(obligations.end(), world->begin(), world->end());
@@ -147,7 +148,7 @@ llvm::Expected<Result> checkPrepared(const ir::Graph &ref, const std::vector<ir:
   auto te = Clock::now();
   output.decideEarly(obligations);
   const double earlySeconds = since(te); // counted with the output check's
-  auto walked = ReferenceWalk(core, nodes, claims, refValues, rankValues).run();
+  auto walked = ReferenceWalk(core, nodes, claims, refValues, rankValues, rankWorld.layerMaps).run();
   if (!walked)
     return walked.takeError();
   st.inferSeconds = since(t1) - earlySeconds;

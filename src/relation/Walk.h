@@ -22,9 +22,13 @@ class ReferenceWalk {
 public:
   /// `refValues` holds the bound inputs and initializers; the walk fills in
   /// every node's outputs. It reads the rank world's values.
+  /// `rankLayerMaps`: the rank world's renamings of the layers it copied
+  /// (RankWorld::layerMaps), where the walk's own layer copies start.
   ReferenceWalk(CheckCore &core, NodeEvaluator &nodes, Claims &claims, std::vector<ValueInfo> &refValues,
-                const std::vector<std::vector<ValueInfo>> &rankValues)
-      : core(core), nodes(nodes), claims(claims), refValues(refValues), rankValues(rankValues) {}
+                const std::vector<std::vector<ValueInfo>> &rankValues,
+                const std::vector<std::optional<Renaming>> &rankLayerMaps)
+      : core(core), nodes(nodes), claims(claims), refValues(refValues), rankValues(rankValues),
+        rankLayerMaps(rankLayerMaps) {}
 
   /// Walks the reference graph; returns the size conditions its nodes and
   /// checkpoint claims raised. A malformed reference or spec is a user error.
@@ -36,6 +40,7 @@ private:
   Claims &claims;
   std::vector<ValueInfo> &refValues;
   const std::vector<std::vector<ValueInfo>> &rankValues;
+  const std::vector<std::optional<Renaming>> &rankLayerMaps;
   std::vector<PendingObligation> raised;
   /// Only the first reference node without a relation is a failure.
   bool reportedUnresolved = false;

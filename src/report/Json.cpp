@@ -83,7 +83,7 @@ std::string toJson(const Result &r, const Context &ctx) {
                      {"solver_seconds", st.solverSeconds},
                      {"rewrite_steps", static_cast<int64_t>(st.rewriteSteps)},
                      {"memo_hits", st.memoHits},           {"memo_stored", st.memoStored},
-                     {"layers_copied", st.layersCopied},
+                     {"layers_copied", st.layersCopied},   {"reference_layers_copied", st.refLayersCopied},
                      {"obligations", st.obligations},      {"distinct_obligations", st.distinctObligations},
                      {"seconds", st.seconds},              {"phase_seconds", std::move(phases)},
                      {"peak_rss_kib", static_cast<int64_t>(st.peakRssKiB)},

@@ -147,9 +147,9 @@ void printStats(llvm::raw_ostream &os, const Stats &s) {
   os << llvm::format("  classes:   %u (rank tensors after merging)\n", s.classes);
   os << llvm::format("  relations: %u reference tensors related, %u rewrite matches, %llu rewrite steps\n", s.relations,
                      s.matches, static_cast<unsigned long long>(s.rewriteSteps));
-  os << llvm::format("  memo:      %u node results reused, %u stored (layers identical up to names); %u rank-graph "
-                     "layers copied whole\n",
-                     s.memoHits, s.memoStored, s.layersCopied);
+  os << llvm::format("  memo:      %u node results reused, %u stored (layers identical up to names); layers copied "
+                     "whole: %u of the ranks, %u of the reference\n",
+                     s.memoHits, s.memoStored, s.layersCopied, s.refLayersCopied);
   os << llvm::format("  side conditions: %u, %u distinct formulas\n", s.obligations, s.distinctObligations);
   os << llvm::format("  solver:    %u queries, %u cache hits, %u met by an earlier model, %u proven by intervals, "
                      "%.3f s in the solver\n",

@@ -34,6 +34,13 @@ struct LayerStack {
   std::vector<std::vector<size_t>> body;
   /// Per node of the graph: its position in its layer's body, or -1.
   std::vector<int> position;
+  /// constants[k]: the Constant nodes in layer k's span, in order;
+  /// constantsRepeat[k]: they are layer k-1's, value for value.
+  std::vector<std::vector<size_t>> constants;
+  std::vector<bool> constantsRepeat;
+  /// For a repeating layer k: each tensor its body reads from outside itself,
+  /// once, with the one layer k-1's body read in its place (b, a).
+  std::vector<std::vector<std::pair<int, int>>> outsideInputs;
   /// repeats[k]: layer k is layer k-1 again (never for k < 2: layer 0 reads
   /// the stem, not a layer, so layer 1 cannot be a shift of it).
   std::vector<bool> repeats;

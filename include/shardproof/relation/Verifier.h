@@ -135,9 +135,10 @@ struct Stats {
   // Layer memoization: results stored, and reused for a node identical up to
   // names (element maps of rank and reference nodes, covers of reference terms).
   unsigned memoStored = 0, memoHits = 0;
-  // Whole layers of the rank graphs taken as the layer below renamed instead
-  // of evaluated node by node (LayerCopy.h in src/relation).
-  unsigned layersCopied = 0;
+  // Whole layers taken as the layer below renamed instead of evaluated node
+  // by node (LayerCopy.h in src/relation): of the rank graphs (all ranks
+  // together), and of the reference walk.
+  unsigned layersCopied = 0, refLayersCopied = 0;
   double seconds = 0; // verify() as a whole
   // Seconds per phase. verify() fills world (symbols, inputs, rank graphs
   // merged into classes), infer (a relation per reference tensor) and check

@@ -89,26 +89,28 @@ TEST_F(Generated, GptMissingAllReduceInTheLastOfFourLayersRefuted) {
 }
 
 // Whole-layer reuse (LayerCopy.h): in a stack of five identical layers the
-// rank world takes layers 2 to 4 as the layer below renamed, and the verdict
-// is the one every node evaluated afresh gives.
+// rank world and the reference walk take layers 2 to 4 as the layer below
+// renamed, and the verdict is the one every node evaluated afresh gives.
 TEST_F(Generated, FiveIdenticalLayersAreCopiedWholeAndStillVerified) {
   std::string spec = generate("llama --preset tiny --layers 5 --world 2 --sp --no-embed");
   auto r = runShardproof("check --no-table --stats " + spec);
   EXPECT_EQ(r.exitCode, 0) << r.out;
-  EXPECT_NE(r.out.find("3 rank-graph layers copied whole"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("layers copied whole: 3 of the ranks, 3 of the reference"), std::string::npos) << r.out;
   auto fresh = runShardproof("check --no-table --stats --no-memo " + spec);
   EXPECT_EQ(fresh.exitCode, 0) << fresh.out;
-  EXPECT_NE(fresh.out.find("0 rank-graph layers copied whole"), std::string::npos) << fresh.out;
+  EXPECT_NE(fresh.out.find("layers copied whole: 0 of the ranks, 0 of the reference"), std::string::npos)
+      << fresh.out;
 }
 
 // A missing all-reduce in layer 3 of 5: layer 3 is no longer layer 2 again, so
-// it is evaluated node by node and refuted there; only layer 2 is copied.
+// it is evaluated node by node and refuted there; only layer 2 is copied (and
+// layer 4 is not layer 3 again).
 TEST_F(Generated, ABugInTheMiddleOfFiveLayersStopsTheCopyAndIsRefutedThere) {
   auto r = runShardproof("check --no-table --stats " +
                          generate("gpt --preset gpt-tiny --layers 5 --world 2 --bug no_reduce --bug-layer 3"));
   EXPECT_EQ(r.exitCode, 1) << r.out;
   EXPECT_NE(r.out.find("REFUTED at module blocks.3.mlp.proj"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("1 rank-graph layers copied whole"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("layers copied whole: 1 of the ranks, 1 of the reference"), std::string::npos) << r.out;
 }
 
 // The last rank of layer 3 applies SiLU to up_proj instead of gate_proj: the

@@ -1,0 +1,159 @@
+// Whole-layer reuse in the reference walk (LayerCopy.h): reference layer k is
+// layer k-1's walk renamed when the conditions there hold.
+#include "LayerCopy.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace shardproof::relation {
+
+using namespace ir;
+using namespace layercopy;
+
+ReferenceLayerCopy::ReferenceLayerCopy(CheckCore &core, NodeEvaluator &nodes, std::vector<ValueInfo> &refValues,
+                                       std::vector<PendingObligation> &raised,
+                                       const std::set<std::string> &checkpoints,
+                                       const std::vector<std::optional<Renaming>> &rankMaps)
+    : core(core), nodes(nodes), refValues(refValues), raised(raised), checkpoints(checkpoints),
+      rankMaps(rankMaps) {
+  if (!core.opts.memo)
+    return;
+  stack = findLayerStack(core.ref);
+  active_ = stack.layers() >= 3;
+}
+
+void ReferenceLayerCopy::open(int layer) {
+  window_.emplace();
+  Window &w = *window_;
+  w.layer = layer;
+  w.rows = core.result.rows.size();
+  w.failures = core.result.failures.size();
+  w.outputs = core.result.outputs.size();
+  w.raised = raised.size();
+  w.classes = core.classes.size();
+  w.matches = core.result.stats.matches;
+  rec_.emplace(core.classes);
+}
+
+void ReferenceLayerCopy::close() {
+  if (!window_)
+    return;
+  Window &w = *window_;
+  w.consulted = rec_->consulted();
+  w.valid = !rec_->readDerivedCache();
+  rec_.reset();
+  w.rowsEnd = core.result.rows.size();
+  w.matches = core.result.stats.matches - w.matches;
+  w.valid = w.valid && clean(w);
+  done_ = std::move(w);
+  window_.reset();
+}
+
+bool ReferenceLayerCopy::clean(const Window &w) const {
+  if (core.result.failures.size() != w.failures || core.result.outputs.size() != w.outputs ||
+      core.classes.size() != w.classes)
+    return false;
+  for (size_t i = w.raised; i < raised.size(); ++i)
+    if (raised[i].obl.cond.hasApp())
+      return false;
+  for (size_t i = w.rows; i < core.result.rows.size(); ++i) {
+    const RelationRow &row = core.result.rows[i];
+    if ((row.status != RelationRow::Matched && row.status != RelationRow::View) || checkpoints.count(row.tensor))
+      return false;
+  }
+  for (size_t n = stack.begin[w.layer]; n < stack.begin[w.layer + 1]; ++n)
+    for (int o : core.ref.nodes[n].outputs)
+      if (checkpoints.count(core.ref.values[o].name) || !valueIsClean(refValues[o]))
+        return false;
+  return true;
+}
+
+llvm::Expected<size_t> ReferenceLayerCopy::atBoundary(const WalkFn &walk) {
+  const int k = next++;
+  close();
+  if (k == stack.layers())
+    return stack.begin[k];
+  if (stack.repeats[k] && done_ && done_->layer == k - 1 && done_->valid) {
+    auto copied = copy(k, walk);
+    if (!copied)
+      return copied.takeError();
+    if (*copied)
+      return stack.begin[k + 1];
+  }
+  open(k);
+  return stack.begin[k];
+}
+
+llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
+  const Graph &g = core.ref;
+  const Window &w = *done_;
+  // Constant nodes of the span hold values the body may read: evaluated first
+  // (walked, rows and all, in order below).
+  for (size_t n = stack.begin[k]; n < stack.begin[k + 1]; ++n)
+    if (stack.position[n] < 0)
+      if (auto e = nodes.eval(g, g.nodes[n], refValues, -1, raised))
+        return std::move(e);
+  Renaming sigma;
+  if (static_cast<size_t>(k) < rankMaps.size() && rankMaps[k])
+    sigma = *rankMaps[k];
+  for (size_t o = 0; o < stack.size(k); ++o) {
+    const Node &nb = g.nodes[stack.body[k - 1][o]], &na = g.nodes[stack.body[k][o]];
+    for (size_t i = 0; i < nb.inputs.size(); ++i) {
+      int b = nb.inputs[i], a = na.inputs[i];
+      if (b < 0 || inBody(stack, k - 1, g.values[b].producer))
+        continue;
+      if (!unifyValues(refValues[b], refValues[a], sigma))
+        return false;
+    }
+  }
+  if (!extendRenaming(w.consulted, sigma, core.classes))
+    return false;
+  // Decided. The span in graph order: Constant nodes walked, the body copied.
+  std::vector<const RelationRow *> rowOf(g.values.size(), nullptr);
+  for (size_t i = w.rows; i < w.rowsEnd; ++i)
+    if (auto id = g.find(core.result.rows[i].tensor))
+      rowOf[*id] = &core.result.rows[i];
+  std::vector<RelationRow> rows;
+  size_t firstRow = core.result.rows.size();
+  for (size_t n = stack.begin[k]; n < stack.begin[k + 1]; ++n) {
+    const Node &na = g.nodes[n];
+    if (stack.position[n] < 0) {
+      if (auto e = walk(na))
+        return std::move(e);
+      continue;
+    }
+    const Node &nb = g.nodes[stack.body[k - 1][stack.position[n]]];
+    ++core.result.stats.refNodes;
+    for (size_t j = 0; j < nb.outputs.size(); ++j) {
+      const ValueInfo &vb = refValues[nb.outputs[j]];
+      ValueInfo &va = refValues[na.outputs[j]];
+      va = vb;
+      if (vb.term)
+        va.term = sigma.apply(vb.term);
+      if (const RelationRow *from = rowOf[nb.outputs[j]]) {
+        RelationRow row = *from;
+        row.tensor = g.values[na.outputs[j]].name;
+        row.node = na.name;
+        row.module = na.modulePath();
+        row.relation = va.term ? core.render(va.term) : from->relation;
+        core.result.rows.push_back(std::move(row));
+        ++core.result.stats.relations;
+      }
+    }
+  }
+  core.result.stats.matches += w.matches;
+  Window nw;
+  nw.layer = k;
+  for (ClassId c : w.consulted)
+    nw.consulted.push_back(sigma(c));
+  std::sort(nw.consulted.begin(), nw.consulted.end());
+  nw.consulted.erase(std::unique(nw.consulted.begin(), nw.consulted.end()), nw.consulted.end());
+  nw.rows = firstRow;
+  nw.rowsEnd = core.result.rows.size();
+  nw.matches = w.matches;
+  ++copied_;
+  done_ = std::move(nw);
+  return true;
+}
+
+} // namespace shardproof::relation
