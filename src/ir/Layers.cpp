@@ -16,29 +16,41 @@ int LayerStack::layerOf(size_t n) const {
   return static_cast<int>(std::upper_bound(begin.begin(), begin.end(), n) - begin.begin()) - 1;
 }
 
-int layerNumber(const Node &n, std::string *container) {
-  std::string_view name = n.name;
+// The layer number in a node name and where its part sits: "/m/layers.12/x/Op"
+// -> 12, with `prefix` "/m/layers" (the name up to the number's dot).
+static int numberIn(std::string_view name, std::string_view *prefix) {
   if (name.empty() || name[0] != '/')
     return -1;
   // The module parts are the name's components but the last (the op's own).
-  std::string path;
   for (size_t start = 1, slash; (slash = name.find('/', start)) != std::string_view::npos; start = slash + 1) {
     std::string_view part = name.substr(start, slash - start);
     size_t dot = part.rfind('.');
-    if (dot != std::string_view::npos && dot + 1 < part.size() && dot > 0) {
-      std::string_view digits = part.substr(dot + 1);
-      bool numeric = digits.size() <= 6;
-      for (char c : digits)
-        numeric &= std::isdigit(static_cast<unsigned char>(c)) != 0;
-      if (numeric) {
-        if (container)
-          *container = path + (path.empty() ? "" : ".") + std::string(part.substr(0, dot));
-        return std::stoi(std::string(digits));
-      }
+    if (dot == std::string_view::npos || dot == 0 || dot + 1 >= part.size() || part.size() - dot - 1 > 6)
+      continue;
+    int k = 0;
+    bool numeric = true;
+    for (char c : part.substr(dot + 1)) {
+      numeric &= c >= '0' && c <= '9';
+      k = k * 10 + (c - '0');
     }
-    path += (path.empty() ? "" : ".") + std::string(part);
+    if (!numeric)
+      continue;
+    if (prefix)
+      *prefix = name.substr(0, start + dot);
+    return k;
   }
   return -1;
+}
+
+int layerNumber(const Node &n, std::string *container) {
+  std::string_view prefix;
+  int k = numberIn(n.name, &prefix);
+  if (k >= 0 && container) {
+    container->clear();
+    for (char c : prefix.substr(1))
+      container->push_back(c == '/' ? '.' : c);
+  }
+  return k;
 }
 
 bool isConstantNode(const Node &n) { return n.opType == "Constant" && n.domain.empty() && n.inputs.empty(); }
@@ -114,16 +126,16 @@ struct RepeatCheck {
     // the first layer, which differs) the node of the same name in it.
     if (s.repeats[j + 1])
       return s.position[q] == s.position[p];
-    return renumbered(g.nodes[p].name, j) == g.nodes[q].name;
+    return oneLayerUp(g.nodes[p].name, g.nodes[q].name, j);
   }
 
-  // "/layers.3/mlp/Add" -> "/layers.4/mlp/Add".
-  std::string renumbered(const std::string &name, int j) const {
-    std::string from = "/" + s.part + "." + std::to_string(j) + "/";
-    size_t at = name.find(from);
-    if (at == std::string::npos)
-      return "";
-    return name.substr(0, at) + "/" + s.part + "." + std::to_string(j + 1) + "/" + name.substr(at + from.size());
+  // Whether `b` is `a` one layer up: "/layers.3/mlp/Add" and "/layers.4/mlp/Add".
+  static bool oneLayerUp(std::string_view a, std::string_view b, int j) {
+    std::string_view pa, pb;
+    if (numberIn(a, &pa) != j || numberIn(b, &pb) != j + 1 || pa != pb)
+      return false;
+    size_t ra = a.find('/', pa.size()), rb = b.find('/', pb.size());
+    return ra != std::string_view::npos && rb != std::string_view::npos && a.substr(ra) == b.substr(rb);
   }
 
   bool run() {
@@ -152,15 +164,18 @@ LayerStack findLayerStack(const Graph &g) {
   LayerStack s;
   int last = -1;
   size_t lastNode = 0;
+  std::string_view first;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    std::string container;
-    int k = isConstantNode(g.nodes[i]) ? -1 : layerNumber(g.nodes[i], &container);
+    std::string_view prefix;
+    int k = isConstantNode(g.nodes[i]) ? -1 : numberIn(g.nodes[i].name, &prefix);
     if (k < 0)
       continue;
-    if (s.begin.empty())
-      s.container = container;
-    else if (container != s.container)
+    if (s.begin.empty()) {
+      first = prefix;
+      layerNumber(g.nodes[i], &s.container);
+    } else if (prefix != first) {
       continue; // another numbered module (experts inside a layer): part of the layer around it
+    }
     if (k == last + 1) {
       s.begin.push_back(i);
       last = k;
@@ -172,7 +187,6 @@ LayerStack findLayerStack(const Graph &g) {
   if (s.begin.empty())
     return {};
   s.begin.push_back(lastNode + 1);
-  s.part = s.container.substr(s.container.rfind('.') + 1);
   s.body.resize(s.begin.size() - 1);
   s.constants.resize(s.begin.size() - 1);
   s.position.assign(g.nodes.size(), -1);

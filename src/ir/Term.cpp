@@ -89,6 +89,12 @@ Term mkRead(ClassId c, IndexVec idx) {
   return finish(std::move(n));
 }
 
+Term withClass(const Term &read, ClassId c) {
+  TermNode n = *read;
+  n.cls = c;
+  return finish(std::move(n));
+}
+
 static bool isConst(const Term &t, double v) { return t->kind == TermKind::Const && t->value == v; }
 
 // Operands of associative-commutative ops are kept flat and sorted by skeleton,

@@ -8,14 +8,21 @@ namespace shardproof::relation {
 
 // Registers every leaf of the Select tree of a definition as a matchable piece:
 // a masked tensor (causal mask, padding) is matched region by region.
-static void addPieces(std::unordered_map<size_t, std::vector<ClassTable::Piece>> &index, ClassId id,
-                      const Term &t, const smt::Expr &cond) {
+void ClassTable::addPieces(ClassId id, const Term &t, const smt::Expr &cond) {
   if (t->kind == ir::TermKind::Select) {
-    addPieces(index, id, t->args[0], (cond && t->cond).simplify());
-    addPieces(index, id, t->args[1], (cond && !t->cond).simplify());
+    // Every layer's classes have the same masks: simplified once.
+    uint64_t key = (static_cast<uint64_t>(cond.id()) << 32) | t->cond.id();
+    auto it = regions_.find(key);
+    if (it == regions_.end() || !it->second.cond.same(cond) || !it->second.mask.same(t->cond)) {
+      Region r{cond, t->cond, (cond && t->cond).simplify(), (cond && !t->cond).simplify()};
+      it = regions_.insert_or_assign(key, std::move(r)).first;
+    }
+    smt::Expr in = it->second.in, out = it->second.out;
+    addPieces(id, t->args[0], in);
+    addPieces(id, t->args[1], out);
     return;
   }
-  index[t->skeleton].push_back({id, cond, t});
+  bySkeleton_[t->skeleton].push_back({id, cond, t});
 }
 
 // --- Finiteness --------------------------------------------------------------
@@ -131,7 +138,7 @@ ClassId ClassTable::add(ClassInfo info) {
   info.finite = finitenessOf(*this, info);
   ClassId id = static_cast<ClassId>(classes_.size());
   if (info.kind == ClassInfo::Compute && info.def) {
-    addPieces(bySkeleton_, id, info.def, smt::Expr::boolConst(true));
+    addPieces(id, info.def, smt::Expr::boolConst(true));
     // The whole Select as well: a reference term with the same mask is one read.
     if (info.def->kind == ir::TermKind::Select)
       bySkeleton_[info.def->skeleton].push_back({id, smt::Expr::boolConst(true), info.def});

@@ -177,6 +177,14 @@ public:
   std::string label(ClassId c) const { return classes_[c].label; }
 
 private:
+  /// Registers every leaf of the Select tree of a definition as a matchable
+  /// piece: a masked tensor (causal mask, padding) is matched region by region.
+  void addPieces(ClassId id, const Term &t, const smt::Expr &cond);
+  /// A region `cond` split by a Select's mask, simplified (keyed by both ids).
+  struct Region {
+    smt::Expr cond, mask, in, out;
+  };
+  std::unordered_map<uint64_t, Region> regions_;
   std::vector<ClassInfo> classes_;
   std::unordered_map<size_t, std::vector<ClassId>> byHash_;
   std::unordered_map<size_t, std::vector<Piece>> bySkeleton_;

@@ -177,7 +177,7 @@ Term Renaming::apply(const Term &t) const {
     return t;
   if (t->kind == TermKind::Read) { // most values: one read of their class
     ClassId c = (*this)(t->cls);
-    return c == t->cls ? t : mkRead(c, t->idx);
+    return c == t->cls ? t : withClass(t, c);
   }
   return renameClasses(t, [this](ClassId c) { return (*this)(c); });
 }

@@ -2,6 +2,8 @@
 // layer k-1's walk renamed when the conditions there hold.
 #include "LayerCopy.h"
 
+#include <llvm/ADT/DenseMap.h>
+
 #include <algorithm>
 #include <climits>
 
@@ -109,11 +111,11 @@ llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
   if (!extendRenaming(w.consulted, sigma, core.classes))
     return false;
   // Decided. The span in graph order: Constant nodes walked, the body copied.
-  std::vector<const RelationRow *> rowOf(g.values.size(), nullptr);
+  // Row indices, not pointers: the rows vector grows below.
+  llvm::DenseMap<int, size_t> rowOf;
   for (size_t i = w.rows; i < w.rowsEnd; ++i)
     if (auto id = g.find(core.result.rows[i].tensor))
-      rowOf[*id] = &core.result.rows[i];
-  std::vector<RelationRow> rows;
+      rowOf[*id] = i;
   size_t firstRow = core.result.rows.size();
   for (size_t n = stack.begin[k]; n < stack.begin[k + 1]; ++n) {
     const Node &na = g.nodes[n];
@@ -130,12 +132,13 @@ llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
       va = vb;
       if (vb.term)
         va.term = sigma.apply(vb.term);
-      if (const RelationRow *from = rowOf[nb.outputs[j]]) {
-        RelationRow row = *from;
+      if (auto from = rowOf.find(nb.outputs[j]); from != rowOf.end()) {
+        RelationRow row = core.result.rows[from->second];
         row.tensor = g.values[na.outputs[j]].name;
         row.node = na.name;
         row.module = na.modulePath();
-        row.relation = va.term ? core.render(va.term) : from->relation;
+        if (va.term)
+          row.relation = core.render(va.term);
         core.result.rows.push_back(std::move(row));
         ++core.result.stats.relations;
       }

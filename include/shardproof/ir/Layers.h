@@ -46,7 +46,6 @@ struct LayerStack {
   std::vector<bool> repeats;
   /// The module path before the layer number ("layers", "model.h").
   std::string container;
-  std::string part; // its last component: the name's "/layers.3/" reads `part`.3
 
   int layers() const { return begin.empty() ? 0 : static_cast<int>(begin.size()) - 1; }
   size_t size(int k) const { return body[k].size(); }

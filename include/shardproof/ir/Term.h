@@ -67,6 +67,8 @@ struct TermNode {
 // --- Construction (each folds the obvious: Add of one arg, Mul by 0/1, ...) ---
 Term mkConst(double v);
 Term mkRead(ClassId c, IndexVec idx);
+/// `read` (a Read) of class c instead, at the same (already simplified) indices.
+Term withClass(const Term &read, ClassId c);
 Term mkApply(Fn f, std::vector<Term> args, std::string name = "");
 Term mkAdd(std::vector<Term> args);
 Term mkMul(std::vector<Term> args);
