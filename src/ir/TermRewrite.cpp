@@ -244,6 +244,21 @@ bool isPure(const Term &t) {
   return true;
 }
 
+bool readsData(const Term &t) {
+  if (t->kind == TermKind::Read)
+    for (auto &e : t->idx)
+      if (e.hasApp())
+        return true;
+  if (t->kind == TermKind::Select && t->cond.hasApp())
+    return true;
+  if (t->kind == TermKind::Sum && (t->lo.hasApp() || t->hi.hasApp()))
+    return true;
+  for (auto &a : t->args)
+    if (readsData(a))
+      return true;
+  return false;
+}
+
 std::pair<Term, smt::Expr> concatAlong(size_t n, size_t axis, const IndexVec &iv,
                                        const std::function<smt::Expr(size_t)> &length,
                                        const std::function<Term(size_t, const IndexVec &)> &piece) {

@@ -37,20 +37,6 @@ static bool resolved(const Term &t) {
   return false;
 }
 
-// Does an index or condition of `t` depend on integer tensor data?
-static bool readsData(const Term &t) {
-  if (t->kind == TermKind::Read)
-    for (auto &e : t->idx)
-      if (e.hasApp())
-        return true;
-  if (t->kind == TermKind::Select && t->cond.hasApp())
-    return true;
-  for (auto &a : t->args)
-    if (readsData(a))
-      return true;
-  return false;
-}
-
 // The first region of `t` that is still an unresolved computation.
 static std::optional<std::pair<Expr, Term>> unresolvedRegion(const Term &t, const Expr &path) {
   if (t->kind == TermKind::Select) {

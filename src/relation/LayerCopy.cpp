@@ -5,28 +5,13 @@
 #include <llvm/ADT/DenseSet.h>
 
 #include <algorithm>
-#include <climits>
+#include <cstdint>
 
 namespace shardproof::relation {
 
 using namespace ir;
 
 namespace layercopy {
-
-bool exprsNameClasses(const Term &t) {
-  if (t->kind == TermKind::Read)
-    for (auto &e : t->idx)
-      if (e.hasApp())
-        return true;
-  if (t->kind == TermKind::Select && t->cond.hasApp())
-    return true;
-  if (t->kind == TermKind::Sum && (t->lo.hasApp() || t->hi.hasApp()))
-    return true;
-  for (auto &a : t->args)
-    if (exprsNameClasses(a))
-      return true;
-  return false;
-}
 
 // Node p is in layer k's body (not one of the Constant nodes in its span).
 bool inBody(const LayerStack &s, int k, int p) {
@@ -58,7 +43,7 @@ bool unifyValues(const ValueInfo &b, const ValueInfo &a, Renaming &sigma) {
 }
 
 bool valueIsClean(const ValueInfo &v) {
-  if (!v.unsupported.empty() || (v.term && exprsNameClasses(v.term)))
+  if (!v.unsupported.empty() || (v.term && readsData(v.term)))
     return false;
   if (v.value)
     for (auto &e : v.value->vals)

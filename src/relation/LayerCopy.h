@@ -45,8 +45,6 @@
 namespace shardproof::relation {
 
 namespace layercopy {
-/// Whether an expression of `t` applies an uninterpreted function (names a class).
-bool exprsNameClasses(const Term &t);
 /// Node p is in layer k's body.
 bool inBody(const ir::LayerStack &s, int k, int p);
 /// `b` and `a` equal up to renaming their classes by sigma (extended as it goes).

@@ -5,7 +5,7 @@
 #include <llvm/ADT/DenseMap.h>
 
 #include <algorithm>
-#include <climits>
+#include <cstdint>
 
 namespace shardproof::relation {
 

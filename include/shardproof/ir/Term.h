@@ -132,6 +132,9 @@ size_t termSize(const Term &t);
 bool mentionsVar(const Term &t, const std::string &name);
 /// Only moves elements (reads, selects, constants): no arithmetic, no sum.
 bool isPure(const Term &t);
+/// Whether an index, condition or bound of `t` applies an uninterpreted
+/// function: reads integer tensor data (named after its class).
+bool readsData(const Term &t);
 /// Concatenation of `n` pieces along `axis`: element `iv` is piece j's element
 /// at iv[axis] minus the lengths of the pieces before j, written as a chain of
 /// selects on iv[axis]. `piece(j, src)` is piece j's term at indices `src`.
