@@ -84,6 +84,7 @@ private:
   };
   /// What evaluating (or copying) one layer did, for copying the next.
   struct Window {
+    Window() {} // user-provided: clang does not see the initializers below while LayerCopy is incomplete
     int layer = -1;
     ClassId firstClass = 0, endClass = 0; // the classes it created
     std::vector<ClassId> consulted;       // ascending
@@ -140,6 +141,7 @@ public:
 
 private:
   struct Window {
+    Window() {} // as LayerCopy::Window
     int layer = -1;
     std::vector<ClassId> consulted;
     size_t rows = 0, rowsEnd = 0, failures = 0, outputs = 0, raised = 0, classes = 0;
