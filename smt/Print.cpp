@@ -48,10 +48,15 @@ struct Printer {
     return Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a)));
   }
   // Whether the text of `a` starts with a numeral factor (`2*s`, `(2*3)*s`).
-  static bool leadsWithNumeral(Z3_ast a) {
+  // What a product prints first: its first factor, through nested products.
+  static Z3_ast leftmostFactor(Z3_ast a) {
     while (kindOf(a) == Z3_OP_MUL)
       a = Z3_get_app_arg(ctx(), Z3_to_app(ctx(), a), 0);
-    return isNumeral(a);
+    return a;
+  }
+  static bool isQuotient(Z3_ast a) {
+    Z3_decl_kind k = kindOf(a);
+    return k == Z3_OP_IDIV || k == Z3_OP_DIV || k == Z3_OP_MOD || k == Z3_OP_REM;
   }
 
   // "min" for ite(a <= b, a, b) (or b >= a), "max" for ite(b <= a, a, b)
@@ -145,15 +150,18 @@ struct Printer {
         }
       // A later factor keeps its parentheses when reading the text back left
       // to right would build another tree: a quotient or remainder always
-      // (`2*((3*s) // q)` printed `2*3*s // q` is `(6*s) // q`, another value),
-      // a product when only numerals precede it and it starts with one
-      // (`2*(2*s)` printed `2*2*s` reads back folded, as `4*s`).
+      // (`2*((3*s) // q)` printed `2*3*s // q` is `(6*s) // q`, another value);
+      // a product that starts with one (`2*((s // k)*q)` printed
+      // `2*s // k*q` is `((2*s) // k)*q`); a product when only numerals
+      // precede it and it starts with one (`2*(2*s)` printed `2*2*s` reads
+      // back folded, as `4*s`).
       bool numeralsSoFar = true;
       for (size_t i = 0; i < as.size(); ++i) {
         if (i)
           s += "*";
         bool product = kindOf(as[i]) == Z3_OP_MUL;
-        bool keepsParens = i && (!product || (numeralsSoFar && leadsWithNumeral(as[i])));
+        Z3_ast first = leftmostFactor(as[i]);
+        bool keepsParens = i && (!product || isQuotient(first) || (numeralsSoFar && isNumeral(first)));
         s += sub(as[i], keepsParens ? PMul + 1 : PMul);
         numeralsSoFar = numeralsSoFar && isNumeral(as[i]);
       }

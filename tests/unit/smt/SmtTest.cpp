@@ -77,6 +77,9 @@ TEST(SmtExpr, AFactorThatIsAQuotientKeepsItsParentheses) {
   EXPECT_EQ((two * (two * seq)).str(), "2*(2*seq)");
   EXPECT_EQ((two * seq * q).str(), "2*seq*q");
   EXPECT_EQ((two * (seq * q)).str(), "2*seq*q") << "a product reads back as the same value";
+  // A product that starts with a quotient: printed `2*3*seq // q*seq`, it
+  // read back as ((6*seq) // q)*seq, another value (found by the fuzzer).
+  EXPECT_EQ((two * (floorDiv(three * seq, q) * seq)).str(), "2*(3*seq // q*seq)");
 }
 
 TEST(SmtExpr, MinAndMaxPrintAsWrittenNotAsTheirIte) {
