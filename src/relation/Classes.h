@@ -38,6 +38,16 @@ struct ClassInfo {
     int value;
   };
   std::vector<Member> members;
+  /// Adds rank `rank`'s value `value` as a member; a class computed on
+  /// several ranks is shared by them (rank -1, label "name@*").
+  void join(int rank, int value) {
+    if (!members.empty() && this->rank != rank && this->rank >= 0) {
+      this->rank = -1;
+      if (auto at = label.rfind('@'); at != std::string::npos)
+        label = label.substr(0, at) + "@*";
+    }
+    members.push_back({rank, value});
+  }
   std::vector<double> data;          // Constant: values (row-major)
   /// Leaf integer inputs with a spec `values` range [min, max]: their elements
   /// are uninterpreted functions of the index, bounded by it.

@@ -261,14 +261,7 @@ bool LayerCopy::copy(int k) {
   for (const Member &m : w.members) {
     ClassId c = sigma(m.cls);
     int v = counterpart(m.rank, k, m.value);
-    ClassInfo &info = classes[c];
-    if (!info.members.empty() && info.rank != m.rank && info.rank >= 0) {
-      // The same computation on several ranks: one class, shared.
-      info.rank = -1;
-      if (auto at = info.label.rfind('@'); at != std::string::npos)
-        info.label = info.label.substr(0, at) + "@*";
-    }
-    info.members.push_back({m.rank, v});
+    classes[c].join(m.rank, v);
     nw.members.push_back({c, m.rank, v});
   }
   for (const Image &im : images) {

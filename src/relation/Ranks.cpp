@@ -66,14 +66,7 @@ static void internValue(RankWorld &S, int r, const Node &n, int out, bool evenIf
     ci.label = S.ranks[r].values[out].name + "@" + std::to_string(r);
     c = S.classes.addNew(std::move(ci));
   }
-  if (known && S.classes[c].rank != r && S.classes[c].rank >= 0) {
-    // The same computation on several ranks: one class, shared.
-    auto &info = S.classes[c];
-    info.rank = -1;
-    if (auto at = info.label.rfind('@'); at != std::string::npos)
-      info.label = info.label.substr(0, at) + "@*";
-  }
-  S.classes[c].members.push_back({r, out});
+  S.classes[c].join(r, out);
   if (S.layers)
     S.layers->noteMember(c, r, out);
   v.term = mkRead(c, broadcastReadIndex(S.classes[c].def, iv));
