@@ -29,16 +29,12 @@ static json::Value cexJson(const Counterexample &c) {
   return o;
 }
 
+// The report streams its rows (21,508 of them for a 126-layer model): a DOM
+// of them, sorted key by key on printing, cost 0.3 s and 130 MB there. Keys
+// are written in sorted order, as llvm::json prints an Object, so the text is
+// the same as a DOM's; the small parts are still built as values.
 std::string toJson(const Result &r, const Context &ctx) {
-  json::Array rows;
   const char *status[] = {"input", "matched", "view", "unmatched", "unsupported"};
-  for (auto &row : r.rows)
-    rows.push_back(json::Object{{"tensor", row.tensor}, {"node", row.node}, {"op", row.op},
-                                {"module", row.module}, {"relation", row.relation},
-                                {"status", status[row.status]}});
-  json::Array outs;
-  for (auto &o : r.outputs)
-    outs.push_back(json::Object{{"tensor", o.tensor}, {"verdict", toString(o.verdict)}, {"detail", o.detail}});
   json::Array fails;
   for (auto &f : r.failures) {
     json::Array near;
@@ -89,13 +85,42 @@ std::string toJson(const Result &r, const Context &ctx) {
                      {"peak_rss_kib", static_cast<int64_t>(st.peakRssKiB)},
                      {"solver_queries_by_kind", std::move(queries)},
                      {"slowest_reference_nodes", std::move(slowest)}};
-  json::Object top{{"spec", ctx.specPath}, {"reference", ctx.reference}, {"ranks", std::move(ranks)},
-                   {"verdict", toString(r.verdict)}, {"reason", r.reason}, {"relations", std::move(rows)},
-                   {"outputs", std::move(outs)}, {"failures", std::move(fails)}, {"notes", std::move(notes)},
-                   {"stats", std::move(stats)}};
+  // A string value without a copy (StringRef values are kept by reference).
+  auto str = [](const std::string &s) { return json::Value(llvm::StringRef(s)); };
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << llvm::formatv("{0:2}", json::Value(std::move(top)));
+  {
+    json::OStream out(os, 2);
+    out.object([&] {
+      out.attribute("failures", std::move(fails));
+      out.attribute("notes", std::move(notes));
+      out.attributeArray("outputs", [&] {
+        for (auto &o : r.outputs)
+          out.object([&] {
+            out.attribute("detail", str(o.detail));
+            out.attribute("tensor", str(o.tensor));
+            out.attribute("verdict", toString(o.verdict));
+          });
+      });
+      out.attribute("ranks", std::move(ranks));
+      out.attribute("reason", str(r.reason));
+      out.attribute("reference", str(ctx.reference));
+      out.attributeArray("relations", [&] {
+        for (auto &row : r.rows)
+          out.object([&] {
+            out.attribute("module", str(row.module));
+            out.attribute("node", str(row.node));
+            out.attribute("op", str(row.op));
+            out.attribute("relation", str(row.relation));
+            out.attribute("status", status[row.status]);
+            out.attribute("tensor", str(row.tensor));
+          });
+      });
+      out.attribute("spec", str(ctx.specPath));
+      out.attribute("stats", std::move(stats));
+      out.attribute("verdict", toString(r.verdict));
+    });
+  }
   os.flush();
   return s + "\n";
 }
