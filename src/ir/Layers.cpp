@@ -42,6 +42,24 @@ static int numberIn(std::string_view name, std::string_view *prefix) {
   return -1;
 }
 
+// numberIn(name) when its prefix must be `prefix`, else -1: a test of the
+// name's start instead of a scan of its parts (460,000 names at 126 layers).
+// The number is the whole next part, ended by a slash, as numberIn reads it.
+static int numberAfter(std::string_view name, std::string_view prefix) {
+  if (name.size() <= prefix.size() + 2 || name.compare(0, prefix.size(), prefix) != 0 || name[prefix.size()] != '.')
+    return -1;
+  // `prefix` came from numberIn: the parts it spans hold no number, so the
+  // one after it is the name's first.
+  int k = 0;
+  size_t i = prefix.size() + 1, digits = 0;
+  for (; i < name.size() && name[i] != '/'; ++i, ++digits) {
+    if (name[i] < '0' || name[i] > '9' || digits == 6)
+      return -1;
+    k = k * 10 + (name[i] - '0');
+  }
+  return digits > 0 && i < name.size() ? k : -1;
+}
+
 int layerNumber(const Node &n, std::string *container) {
   std::string_view prefix;
   int k = numberIn(n.name, &prefix);
@@ -112,7 +130,7 @@ struct RepeatCheck {
       auto [from, freshFrom] = sourceFrom.try_emplace(a, b);
       return to->second == a && from->second == b && a != b;
     }
-    if (isConstantNode(g.nodes[p])) {
+    if (s.position[p] < 0 && isConstantNode(g.nodes[p])) { // a body node is never one
       int q = g.values[a].producer;
       return q >= 0 && isConstantNode(g.nodes[q]) && sameNode(g.nodes[p], g.nodes[q]);
     }
@@ -167,14 +185,14 @@ LayerStack findLayerStack(const Graph &g) {
   std::string_view first;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     std::string_view prefix;
-    int k = isConstantNode(g.nodes[i]) ? -1 : numberIn(g.nodes[i].name, &prefix);
+    int k = isConstantNode(g.nodes[i]) ? -1
+            : first.empty()            ? numberIn(g.nodes[i].name, &prefix)
+                                       : numberAfter(g.nodes[i].name, first);
     if (k < 0)
-      continue;
+      continue; // unnumbered, or another numbered module (experts inside a layer): part of the layer around it
     if (s.begin.empty()) {
       first = prefix;
       layerNumber(g.nodes[i], &s.container);
-    } else if (prefix != first) {
-      continue; // another numbered module (experts inside a layer): part of the layer around it
     }
     if (k == last + 1) {
       s.begin.push_back(i);

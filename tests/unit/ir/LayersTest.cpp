@@ -158,3 +158,26 @@ TEST(LayerStack, LayerNumberReadsTheFirstNumberedModule) {
   n.name = "Constant_75";
   EXPECT_EQ(layerNumber(n), -1);
 }
+
+// Once the first layer's name gives the container, a name is read by its
+// start (460,000 of them at 126 layers). Names that start alike but are not
+// that container's layer must still be passed over, as the full scan did.
+TEST(LayerStack, NamesThatOnlyStartLikeTheContainerAreNotLayers) {
+  Builder b;
+  int x = b.source("x");
+  int h = x;
+  for (int k = 0; k < 3; ++k) {
+    h = b.layer(k, h, x);
+    if (k == 1) { // inside layer 1's span: none of these starts another layer
+      b.node("/layers.x2/Neg", "Neg", {h});    // not a number
+      b.node("/layers.3.5/Neg", "Neg", {h});   // another container: "/layers.3"
+      b.node("/layers.1234567/Neg", "Neg", {h}); // more digits than a layer number has
+      b.node("/layers.2", "Neg", {h});         // the op's own name, not a module
+    }
+  }
+  LayerStack s = findLayerStack(b.g);
+  ASSERT_EQ(s.layers(), 3);
+  EXPECT_EQ(s.container, "layers");
+  EXPECT_EQ(s.size(1), s.size(0) + 4) << "the four nodes belong to layer 1's span";
+  EXPECT_FALSE(s.repeats[2]);
+}
