@@ -49,7 +49,8 @@ void OutputCheck::decideEarly(const std::vector<PendingObligation> &obligations)
   explainOnlyIfRefuted();
 }
 
-llvm::Expected<Result> OutputCheck::run(const std::vector<PendingObligation> &obligations) {
+llvm::Expected<Result> OutputCheck::run(const std::vector<PendingObligation> &obligations,
+                                        const std::function<void(Failure &)> &explainNoRelation) {
   decideEarly(obligations); // the walk's, as decideEarly took binding's and the world's
   std::vector<PendingObligation> fromRelations;
   if (auto e = checkOutputs(fromRelations))
@@ -59,7 +60,7 @@ llvm::Expected<Result> OutputCheck::run(const std::vector<PendingObligation> &ob
   // (they were once left undecided: a relation slicing past its tensor).
   if (!fromRelations.empty() && !core.solver.pastDeadline())
     checkObligations(fromRelations);
-  decide();
+  decide(explainNoRelation);
   if (core.result.verdict == Verdict::Unknown && core.solver.pastDeadline())
     blameTheBudget();
   return std::move(core.result);
@@ -284,7 +285,7 @@ void OutputCheck::moveToNotes(const std::function<bool(const Failure &)> &isNote
   result.failures = keep;
 }
 
-void OutputCheck::decide() {
+void OutputCheck::decide(const std::function<void(Failure &)> &explainNoRelation) {
   Result &result = core.result;
   bool refuted = false, unknown = false;
   for (auto &o : result.outputs) {
@@ -319,6 +320,9 @@ void OutputCheck::decide() {
     // only a different decomposition, not a bug.
     moveToNotes([](const Failure &f) { return f.kind == Failure::NoRelation; }, " (outputs proven regardless)");
   }
+  if (explainNoRelation)
+    for (Failure &f : result.failures)
+      explainNoRelation(f);
   orderFailures();
   if (result.verdict == Verdict::Verified) {
     result.reason = "every reference output is rebuilt from the ranks' outputs for all admissible sizes";

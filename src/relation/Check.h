@@ -21,7 +21,10 @@ public:
 
   /// Takes the result under construction out of `core`. A spec output the
   /// reference lacks, or a reference output without placement, is a user error.
-  llvm::Expected<Result> run(const std::vector<PendingObligation> &obligations);
+  /// `explainNoRelation` completes a missing relation's failure if it is kept
+  /// (WalkResult).
+  llvm::Expected<Result> run(const std::vector<PendingObligation> &obligations,
+                             const std::function<void(Failure &)> &explainNoRelation = {});
   /// Decides the obligations raised before the reference walk (binding, the
   /// rank world); run() then takes only the later ones. If one of the
   /// implementation fails, the check is refuted already: what follows only
@@ -46,7 +49,7 @@ private:
   llvm::Error checkOutputs(std::vector<PendingObligation> &fromRelations);
   llvm::Expected<spec::Placement> placementOf(const std::string &output);
   void labelProvenOutput(const std::string &name, const spec::Placement &pl);
-  void decide();
+  void decide(const std::function<void(Failure &)> &explainNoRelation);
   void demoteProvenBranches();
   void moveToNotes(const std::function<bool(const Failure &)> &isNote, const std::string &why);
   void orderFailures();

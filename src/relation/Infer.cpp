@@ -72,7 +72,8 @@ std::optional<int> ReferenceWalk::unreducedInput(const Node &n) const {
 }
 
 // Whether rank r's node `n` reads one of the classes `reads`.
-bool ReferenceWalk::readsAny(int r, const Node &n, const std::vector<ClassId> &reads) const {
+static bool readsAny(const std::vector<std::vector<ValueInfo>> &rankValues, int r, const Node &n,
+                     const std::vector<ClassId> &reads) {
   for (int id : n.inputs) {
     if (id < 0 || !rankValues[r][id].term)
       continue;
@@ -89,14 +90,16 @@ bool ReferenceWalk::readsAny(int r, const Node &n, const std::vector<ClassId> &r
 // reference node finds no counterpart. Preferably of the same op; else of the
 // same module (a LogSoftmax the ranks compute as max, exp-sum and log); else
 // any node that reads them.
-std::vector<std::string> ReferenceWalk::nearbyRankNodes(const Term &t, const Node &refNode) const {
+static std::vector<std::string> nearbyRankNodes(const CheckCore &core,
+                                                const std::vector<std::vector<ValueInfo>> &rankValues,
+                                                const Term &t, const Node &refNode) {
   std::vector<ClassId> reads;
   collectReads(t, reads);
   auto find = [&](auto accept) {
     std::vector<std::string> out;
     for (int r = 0; r < core.worldSize(); ++r)
       for (const Node &n : core.ranks[r].nodes) {
-        if (!accept(n) || !readsAny(r, n, reads))
+        if (!accept(n) || !readsAny(rankValues, r, n, reads))
           continue;
         out.push_back("rank " + std::to_string(r) + ": " + n.name + " (" + n.opType + ")");
         break;
@@ -111,7 +114,7 @@ std::vector<std::string> ReferenceWalk::nearbyRankNodes(const Term &t, const Nod
   return out;
 }
 
-llvm::Expected<std::vector<PendingObligation>> ReferenceWalk::run() {
+llvm::Expected<WalkResult> ReferenceWalk::run() {
   const ir::Graph &ref = core.ref;
   for (int id : ref.inputs) {
     RelationRow row;
@@ -146,7 +149,7 @@ llvm::Expected<std::vector<PendingObligation>> ReferenceWalk::run() {
       return std::move(e);
   }
   core.result.stats.refLayersCopied = layers.copied();
-  return std::move(raised);
+  return WalkResult{std::move(raised), std::move(explainNoRelation)};
 }
 
 // Checkpoints name reference tensors computed by some node.
@@ -310,7 +313,6 @@ Failure ReferenceWalk::noRelation(const Node &n, int o, unsigned unknownBefore) 
   const ir::Graph &ref = core.ref;
   const ValueInfo &v = refValues[o];
   Failure f{Failure::NoRelation, "", n.name, n.opType, n.modulePath(), ref.values[o].name, {}, std::nullopt};
-  f.rankNodes = nearbyRankNodes(v.term, n);
   auto region = unresolvedRegion(v.term, CheckCore::bounds(*v.shape));
   bool partial = region && !sameTerm(region->second, v.term);
   f.message = partial ? "rank tensors compute only part of reference tensor '" + ref.values[o].name + "' of " +
@@ -319,8 +321,14 @@ Failure ReferenceWalk::noRelation(const Node &n, int o, unsigned unknownBefore) 
   // A solver limit here means the search may have missed the counterpart.
   if (core.unknownQueries() > unknownBefore)
     f.message += " (a solver query for this node was cut short: " + core.prover.unknownReason() + ")";
-  if (region)
-    f.cex = core.makeCounterexample(region->first, ref.values[o].name, -1, *v.shape, region->second, nullptr);
+  explainNoRelation = [&core = core, &rankValues = rankValues, &n, tensor = ref.values[o].name, term = v.term,
+                       shape = *v.shape, region](Failure &f) {
+    if (f.kind != Failure::NoRelation || f.tensor != tensor)
+      return;
+    f.rankNodes = nearbyRankNodes(core, rankValues, term, n);
+    if (region)
+      f.cex = core.makeCounterexample(region->first, tensor, -1, shape, region->second, nullptr);
+  };
   if (partial)
     f.bugClass = BugClass::UncoveredElements;
   if (auto in = unreducedInput(n)) {

@@ -153,7 +153,7 @@ llvm::Expected<Result> checkPrepared(const ir::Graph &ref, const std::vector<ir:
     return walked.takeError();
   st.inferSeconds = since(t1) - earlySeconds;
   auto t2 = Clock::now();
-  auto checked = output.run(*walked);
+  auto checked = output.run(walked->obligations, walked->explainNoRelation);
   if (!checked)
     return checked.takeError();
   Result result = std::move(*checked);
