@@ -62,7 +62,18 @@ struct Evaluator {
   static constexpr size_t kMaxRecordedReads = 200'000;
   size_t recordedReads = 0;
   std::vector<double> *seenValues = nullptr; // see Replayer::recordValues
-  std::optional<std::set<ClassId>> exact;    // see Replayer::cutBelow
+  // See Replayer::cutBelow: with `cut`, only classes marked in `exact` are
+  // evaluated (a mask, not a set: one lookup per class read of the probe).
+  bool cut = false;
+  std::vector<char> exact;
+  bool isExact(ClassId c) const { return c < exact.size() && exact[c]; }
+  void markExact(const std::set<ClassId> &cs) {
+    for (ClassId c : cs) {
+      if (c >= exact.size())
+        exact.resize(c + 1);
+      exact[c] = 1;
+    }
+  }
   std::vector<char> readAsCut;               // classes read as cut leaves (see Replayer::widenCut)
 
   // Values of Sum subterms by the values of their free variables. A norm's
@@ -346,7 +357,7 @@ struct Evaluator {
       return flat < static_cast<int64_t>(ci.data.size()) ? ci.data[flat] : NAN;
     }
     case ClassInfo::Compute: {
-      if (exact && !exact->count(c)) {
+      if (cut && !isExact(c)) {
         if (c >= readAsCut.size())
           readAsCut.resize(c + 1);
         readAsCut[c] = 1;
@@ -354,7 +365,9 @@ struct Evaluator {
         // exponentials, a variance) that a log, root or division reads; at
         // values in [-1, 1] those gave NaN on both sides, which compares as
         // nothing, and the loss's proposal fell to a second of unfolding.
-        return 1.0 + 0.5 * leafOf(hashOf(cutHash, c, "#cut" + std::to_string(c)), idx);
+        if (c >= cutHash.size() || !cutHash[c]) // the label built once, not per read
+          hashOf(cutHash, c, "#cut" + std::to_string(c));
+        return 1.0 + 0.5 * leafOf(*cutHash[c], idx);
       }
       const int64_t flat = flatIndex(c, idx);
       if (auto v = memoized(c, flat))
@@ -511,16 +524,20 @@ bool Replayer::recordedAllReads() const { return impl_->e.recordedReads < Evalua
 
 bool Replayer::complete() const { return !impl_->e.incomplete; }
 void Replayer::setBudget(uint64_t steps) { impl_->e.budget = steps; }
-void Replayer::cutBelow(std::set<ClassId> exact) { impl_->e.exact = std::move(exact); }
+void Replayer::cutBelow(const std::set<ClassId> &exact) {
+  impl_->e.cut = true;
+  impl_->e.exact.clear();
+  impl_->e.markExact(exact);
+}
 bool Replayer::widenCut(const std::set<ClassId> &more) {
   Evaluator &e = impl_->e;
-  if (!e.exact)
+  if (!e.cut)
     return true; // nothing is cut: every class is exact already
   for (ClassId c : more)
-    if (c < e.readAsCut.size() && e.readAsCut[c] && !e.exact->count(c))
+    if (c < e.readAsCut.size() && e.readAsCut[c] && !e.isExact(c))
       return false; // kept elements read it as a cut leaf: they would disagree
                     // with its exact values
-  e.exact->insert(more.begin(), more.end());
+  e.markExact(more);
   return true;
 }
 uint64_t Replayer::budgetLeft() const { return impl_->e.budget; }

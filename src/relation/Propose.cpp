@@ -65,30 +65,14 @@ constexpr unsigned kShallowLevels = 4;
 // rejecting its two candidates at 2 M left them to 8 s of unfolding.
 constexpr uint64_t kShallowSteps = 3'000'000;
 
-// The classes `terms` read, and the classes their definitions read, down to
-// `levels` definitions below: what a shallow probe evaluates exactly.
-std::set<ClassId> classesNear(const ClassTable &classes, const std::vector<Term> &terms, unsigned levels) {
-  std::set<ClassId> near;
-  std::vector<ClassId> frontier;
-  std::unordered_set<const TermNode *> seen; // terms are DAGs: each shared subterm once
-  std::function<void(const Term &)> walk = [&](const Term &t) {
-    if (!seen.insert(t.get()).second)
-      return;
-    if (t->kind == TermKind::Read && near.insert(t->cls).second)
-      frontier.push_back(t->cls);
-    for (const Term &u : t->args)
-      walk(u);
-  };
-  for (const Term &t : terms)
-    walk(t);
-  for (unsigned l = 0; l < levels && !frontier.empty(); ++l)
-    for (ClassId c : std::exchange(frontier, {}))
-      if (classes[c].kind == ClassInfo::Compute)
-        walk(classes[c].def);
-  return near;
-}
-
 enum class Numbers { Same, Differ, Incomplete };
+
+// Shallow probes a walk may see give up before it stops trying them: past a
+// bug, every tensor downstream is without a counterpart, and each probe of
+// one spent its whole budget (3 M steps, 0.1 s) on the way to the unfolding
+// it then left the proposal to anyway (126 of them, 9 of a six-layer GPT's
+// 12 s). A probe that would have rejected costs its proposal that unfolding.
+constexpr unsigned kShallowGiveUps = 8;
 
 // `a` and `b` at each point, in order, until one differs or the numbers run out.
 Numbers differAt(Replayer &rp, const Term &a, const Term &b, const std::vector<std::vector<int64_t>> &points) {
@@ -272,19 +256,23 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
       }
     }
   }
-  if (!probe)
-    probe = std::make_unique<Replayer>(core.classes, sizes);
-  if (!probePool)
-    probePool = std::min(kProbePoolPerNode * core.ref.nodes.size(), kProbePoolMax);
-  Replayer &rp = *probe;
-  const uint64_t given = kProbeSteps + *probePool;
-  rp.newProbe(given);
-  Numbers n = differAt(rp, a, b, points);
-  uint64_t used = given - rp.budgetLeft();
-  if (used > kProbeSteps)
-    *probePool -= std::min(*probePool, used - kProbeSteps);
-  if (n != Numbers::Incomplete)
-    return n == Numbers::Differ;
+  if (!use.fullGaveUp) {
+    if (!probe)
+      probe = std::make_unique<Replayer>(core.classes, sizes);
+    if (!probePool)
+      probePool = std::min(kProbePoolPerNode * core.ref.nodes.size(), kProbePoolMax);
+    Replayer &rp = *probe;
+    const uint64_t given = kProbeSteps + *probePool;
+    rp.newProbe(given);
+    ++core.result.stats.probes;
+    Numbers n = differAt(rp, a, b, points);
+    uint64_t used = given - rp.budgetLeft();
+    if (used > kProbeSteps)
+      *probePool -= std::min(*probePool, used - kProbeSteps);
+    if (n != Numbers::Incomplete)
+      return n == Numbers::Differ;
+    use.fullGaveUp = true;
+  }
   // Cut short: a shallow probe, exact only a few class definitions below
   // either side and arbitrary numbers (the same on both sides) under that.
   // Its cost does not grow with the depth, where the full probe evaluates
@@ -297,10 +285,10 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
   // they share what the first evaluated, and where the cut region itself is
   // too large the tensor gives up once, not once per rank (8 x 2 M steps cost
   // the one-layer TP8 step 7 s) or per candidate.
+  if (!use.started && shallowGiveUps >= kShallowGiveUps)
+    return false;
   if (!use.started) {
-    std::vector<Term> near = sides;
-    near.push_back(a);
-    std::set<ClassId> exact = classesNear(core.classes, near, kShallowLevels);
+    std::set<ClassId> exact = shallowCut(core.classes, a, sides, kShallowLevels);
     // Elements one tensor's probe evaluated serve the next (the tensors
     // above the logits read them all) unless they read a class now exact as
     // cut; then a fresh replayer.
@@ -311,8 +299,11 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
     shallowProbe->newProbe(kShallowSteps);
     use.started = true;
   }
+  ++core.result.stats.probes;
   Numbers n2 = differAt(*shallowProbe, a, b, points);
   use.gaveUp = n2 == Numbers::Incomplete;
+  shallowGiveUps += use.gaveUp;
+  core.result.stats.probesGaveUp += use.gaveUp;
   return n2 == Numbers::Differ; // a probe, not a search: cut short, no rejection
 }
 

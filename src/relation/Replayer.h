@@ -62,7 +62,7 @@ public:
   /// class and index (the same wherever they are read) instead of being
   /// evaluated: a shallow probe, whose cost does not grow with what lies
   /// below the cut. Set before the first evaluation.
-  void cutBelow(std::set<ClassId> exact);
+  void cutBelow(const std::set<ClassId> &exact);
   /// Evaluates the classes in `more` exactly too, keeping the elements
   /// computed so far, which stay right as long as none of them read a class
   /// of `more` as a cut leaf; false (and nothing changed) otherwise. Lets
@@ -73,5 +73,11 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The classes a shallow probe comparing `a` with each of `sides` evaluates
+/// exactly (for cutBelow): those within `levels` class definitions below
+/// either, less the reductions both read (ShallowCut.cpp).
+std::set<ClassId> shallowCut(const ClassTable &classes, const Term &a, const std::vector<Term> &sides,
+                             unsigned levels);
 
 } // namespace shardproof::relation

@@ -80,6 +80,7 @@ std::string toJson(const Result &r, const Context &ctx) {
                      {"rewrite_steps", static_cast<int64_t>(st.rewriteSteps)},
                      {"memo_hits", st.memoHits},           {"memo_stored", st.memoStored},
                      {"layers_copied", st.layersCopied},   {"reference_layers_copied", st.refLayersCopied},
+                     {"numeric_probes", st.probes},        {"numeric_probes_gave_up", st.probesGaveUp},
                      {"obligations", st.obligations},      {"distinct_obligations", st.distinctObligations},
                      {"seconds", st.seconds},              {"phase_seconds", std::move(phases)},
                      {"peak_rss_kib", static_cast<int64_t>(st.peakRssKiB)},

@@ -150,6 +150,8 @@ void printStats(llvm::raw_ostream &os, const Stats &s) {
   os << llvm::format("  memo:      %u node results reused, %u stored (layers identical up to names); layers copied "
                      "whole: %u of the ranks, %u of the reference\n",
                      s.memoHits, s.memoStored, s.layersCopied, s.refLayersCopied);
+  if (s.probes > 0)
+    os << llvm::format("  numbers:   %u probes of proposals, %u gave up\n", s.probes, s.probesGaveUp);
   os << llvm::format("  side conditions: %u, %u distinct formulas\n", s.obligations, s.distinctObligations);
   os << llvm::format("  solver:    %u queries, %u cache hits, %u met by an earlier model, %u proven by intervals, "
                      "%.3f s in the solver\n",

@@ -139,6 +139,9 @@ struct Stats {
   // by node (LayerCopy.h in src/relation): of the rank graphs (all ranks
   // together), and of the reference walk.
   unsigned layersCopied = 0, refLayersCopied = 0;
+  // Numeric probes of same-name proposals (Propose.cpp in src/relation): run,
+  // and shallow ones that ran out of steps before an answer.
+  unsigned probes = 0, probesGaveUp = 0;
   double seconds = 0; // verify() as a whole
   // Seconds per phase. verify() fills world (symbols, inputs, rank graphs
   // merged into classes), infer (a relation per reference tensor) and check

@@ -65,6 +65,22 @@ TEST_F(Generated, GptMissingAllReduceInTheFirstOfSixLayersRefuted) {
   EXPECT_NE(r.out.find("CONFIRMED: the two numbers differ"), std::string::npos) << r.out;
 }
 
+// Past a bug every tensor downstream is without a counterpart, and each
+// one's proposal ran a shallow numeric probe that spent its whole budget
+// (0.1 s) before leaving the proposal to the unfolding anyway: 126 of them
+// here, 9 of 12 s. The walk stops trying them after eight give up.
+TEST_F(Generated, PastABugTheNumericProbesStopTryingAfterEightGiveUps) {
+  auto r = runShardproof("check --no-table --stats " +
+                         generate("gpt --preset gpt-tiny --layers 6 --world 2 --bug no_reduce --bug-layer 0"));
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  EXPECT_NE(r.out.find("REFUTED at module blocks.0.mlp.proj"), std::string::npos) << r.out;
+  size_t at = r.out.find("probes of proposals, ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  int gaveUp = std::atoi(r.out.c_str() + at + std::string("probes of proposals, ").size());
+  EXPECT_GT(gaveUp, 0) << "the bug's downstream probes no longer give up: the test no longer shows the limit";
+  EXPECT_LE(gaveUp, 8) << r.out;
+}
+
 TEST_F(Generated, LlamaSequenceParallelVerified) {
   auto r = runShardproof("check --no-table " + generate("llama --preset tiny --layers 2 --world 2 --sp --no-embed"));
   EXPECT_EQ(r.exitCode, 0) << r.out;

@@ -237,3 +237,46 @@ TEST_F(ShallowChain, AClassReadAsACutLeafCannotBecomeExactUnderKeptElements) {
   again.cutBelow({mid});
   EXPECT_EQ(rp.at(read(total), {}), again.at(read(total), {}));
 }
+
+// The shallow cut of a proposal (ShallowCut.cpp). At the 405B shape's LM end
+// the loss's proposal read every token's 1024 logits of 256 products each on
+// both sides: 5.6 M steps evaluated exactly, past the probe's budget, so the
+// probe gave up (0.12 s) and left the proposal to the unfolding. The logits
+// enter both sides alike: read as pseudo-random numbers they still show any
+// difference above them.
+TEST_F(ReplayerProbe, AShallowCutLeavesOutTheReductionsBothSidesRead) {
+  auto compute = [&](const std::string &label, Term def) {
+    ClassInfo c;
+    c.kind = ClassInfo::Compute;
+    c.label = label;
+    c.shape.dims = {Expr::intConst(1)};
+    c.def = std::move(def);
+    return table.add(c);
+  };
+  Term x0 = mkRead(x, {Expr::intConst(0)});
+  ClassId square = compute("square", mkMul({x0, x0})); // shared, no reduction
+  Term readTotal0 = readTotal(), readSquare = mkRead(square, {Expr::intConst(0)});
+  ClassId own = compute("own", mkSum(0, Expr::intConst(0), Expr::intConst(kN),
+                                     mkMul({mkRead(x, {boundVar(0)}), readSquare}))); // one side only
+  Term a = mkAdd({readTotal0, readSquare});
+  Term b = mkAdd({mkMul({mkRead(own, {Expr::intConst(0)}), readTotal0}), readSquare});
+  std::set<ClassId> exact = shallowCut(table, a, {b}, 4);
+  EXPECT_FALSE(exact.count(total)) << "the sum both sides read was left exact";
+  EXPECT_TRUE(exact.count(square)) << "a shared class without a reduction (a mask's 0/1 values) was cut";
+  EXPECT_TRUE(exact.count(own)) << "a reduction only one side reads was cut";
+  // With that cut, telling a from b costs the one-sided sum only.
+  auto steps = [&](const std::set<ClassId> &cut, bool &differ) {
+    Replayer rp(table, {});
+    rp.cutBelow(cut);
+    rp.newProbe(100 * kN);
+    differ = rp.at(a, {}) != rp.at(b, {});
+    EXPECT_TRUE(rp.complete());
+    return 100 * kN - rp.budgetLeft();
+  };
+  bool differ = false, differExact = false;
+  std::set<ClassId> withTotal = exact;
+  withTotal.insert(total);
+  uint64_t cutSteps = steps(exact, differ), exactSteps = steps(withTotal, differExact);
+  EXPECT_TRUE(differ && differExact);
+  EXPECT_GE(exactSteps, cutSteps + kN) << "the shared sum was evaluated under the cut";
+}
