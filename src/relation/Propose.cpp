@@ -8,9 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <set>
-#include <unordered_set>
 #include <utility>
 
 namespace shardproof::relation {
@@ -70,7 +68,7 @@ enum class Numbers { Same, Differ, Incomplete };
 // Shallow probes a walk may see give up before it stops trying them: past a
 // bug, every tensor downstream is without a counterpart, and each probe of
 // one spent its whole budget (3 M steps, 0.1 s) on the way to the unfolding
-// it then left the proposal to anyway (126 of them, 9 of a six-layer GPT's
+// it then left the proposal to anyway (126 of them, 9 s of a six-layer GPT's
 // 12 s). A probe that would have rejected costs its proposal that unfolding.
 constexpr unsigned kShallowGiveUps = 8;
 
