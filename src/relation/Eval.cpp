@@ -240,11 +240,13 @@ struct Evaluator {
     return *d;
   }
 
-  size_t hashOf(std::vector<std::optional<size_t>> &table, ClassId c, const std::string &label) {
+  // Class c's label hash, kept in `table`; `label()` is asked only the first
+  // time (a cut class's label is built, and was once built on every read).
+  template <typename LabelFn> size_t hashOf(std::vector<std::optional<size_t>> &table, ClassId c, LabelFn label) {
     if (c >= table.size())
       table.resize(c + 1);
     if (!table[c])
-      table[c] = std::hash<std::string>()(label);
+      table[c] = std::hash<std::string>()(label());
     return *table[c];
   }
 
@@ -349,7 +351,7 @@ struct Evaluator {
         recordReads->insert({ci.label, std::vector<int64_t>(idx.begin(), idx.end())});
       if (keepReads && !keepReads->count({ci.label, std::vector<int64_t>(idx.begin(), idx.end())}))
         return leaf(ci.label + "#unread", idx);
-      return leafOf(hashOf(labelHash, c, ci.label), idx);
+      return leafOf(hashOf(labelHash, c, [&]() -> const std::string & { return ci.label; }), idx);
     case ClassInfo::Constant: {
       int64_t flat = 0;
       for (size_t d = 0; d < idx.size(); ++d)
@@ -365,9 +367,7 @@ struct Evaluator {
         // exponentials, a variance) that a log, root or division reads; at
         // values in [-1, 1] those gave NaN on both sides, which compares as
         // nothing, and the loss's proposal fell to a second of unfolding.
-        if (c >= cutHash.size() || !cutHash[c]) // the label built once, not per read
-          hashOf(cutHash, c, "#cut" + std::to_string(c));
-        return 1.0 + 0.5 * leafOf(*cutHash[c], idx);
+        return 1.0 + 0.5 * leafOf(hashOf(cutHash, c, [c] { return "#cut" + std::to_string(c); }), idx);
       }
       const int64_t flat = flatIndex(c, idx);
       if (auto v = memoized(c, flat))

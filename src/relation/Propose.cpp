@@ -65,11 +65,12 @@ constexpr uint64_t kShallowSteps = 3'000'000;
 
 enum class Numbers { Same, Differ, Incomplete };
 
-// Shallow probes a walk may see give up before it stops trying them: past a
-// bug, every tensor downstream is without a counterpart, and each probe of
-// one spent its whole budget (3 M steps, 0.1 s) on the way to the unfolding
-// it then left the proposal to anyway (126 of them, 9 s of a six-layer GPT's
-// 12 s). A probe that would have rejected costs its proposal that unfolding.
+// Shallow probes a walk may see give up (Stats::probesGaveUp) before it
+// stops trying them: past a bug, every tensor downstream is without a
+// counterpart, and each probe of one spent its whole budget (3 M steps,
+// 0.1 s) on the way to the unfolding it then left the proposal to anyway (126
+// of them, 9 s of a six-layer GPT's 12 s). A probe that would have rejected
+// costs its proposal that unfolding.
 constexpr unsigned kShallowGiveUps = 8;
 
 // `a` and `b` at each point, in order, until one differs or the numbers run out.
@@ -283,9 +284,9 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
   // they share what the first evaluated, and where the cut region itself is
   // too large the tensor gives up once, not once per rank (8 x 2 M steps cost
   // the one-layer TP8 step 7 s) or per candidate.
-  if (!use.started && shallowGiveUps >= kShallowGiveUps)
-    return false;
   if (!use.started) {
+    if (core.result.stats.probesGaveUp >= kShallowGiveUps)
+      return false;
     std::set<ClassId> exact = shallowCut(core.classes, a, sides, kShallowLevels);
     // Elements one tensor's probe evaluated serve the next (the tensors
     // above the logits read them all) unless they read a class now exact as
@@ -300,8 +301,7 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
   ++core.result.stats.probes;
   Numbers n2 = differAt(*shallowProbe, a, b, points);
   use.gaveUp = n2 == Numbers::Incomplete;
-  shallowGiveUps += use.gaveUp;
-  core.result.stats.probesGaveUp += use.gaveUp;
+  core.result.stats.probesGaveUp += use.gaveUp; // only shallow probes give up, only here
   return n2 == Numbers::Differ; // a probe, not a search: cut short, no rejection
 }
 

@@ -69,8 +69,6 @@ private:
   /// tensors while their cuts agree: the LM end's tensors all read the same
   /// logits, which cost 0.4 s to evaluate at the bench's widths.
   std::unique_ptr<Replayer> shallowProbe;
-  /// Shallow probes that gave up so far (Propose.cpp: kShallowGiveUps).
-  unsigned shallowGiveUps = 0;
   /// One tensor's use of it: started on the first candidate that needs it,
   /// given up once for all of them. The full probe too is given up once: the
   /// next side reads the same reference term, whose evaluation is most of the
