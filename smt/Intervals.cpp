@@ -3,6 +3,7 @@
 #include "smt/Poly.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -17,6 +18,9 @@ constexpr I128 kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_l
 
 constexpr I128 kBig = I128{1} << 100;
 constexpr int64_t kSmall = int64_t{1} << 40;
+// Case splits per formula: a token id's bound splits an ite of a negated
+// conjunction (3 leaves); past these the solver is cheaper.
+constexpr unsigned kMaxDepth = 4, kMaxLeaves = 8;
 
 bool fits(I128 v) { return v >= kMin && v <= kMax; }
 
@@ -105,7 +109,7 @@ bool IntervalProver::comparison(const Expr &cmp, bool negated, std::vector<std::
   return true;
 }
 
-void IntervalProver::collect(const Expr &fact, std::vector<Ineq> &out) {
+void IntervalProver::collect(const Expr &fact, Parsed &out) {
   Z3_ast a = raw(fact);
   Z3_decl_kind k = kindOf(a);
   if (k == Z3_OP_AND) {
@@ -114,29 +118,84 @@ void IntervalProver::collect(const Expr &fact, std::vector<Ineq> &out) {
     return;
   }
   bool negated = k == Z3_OP_NOT;
+  if (negated) {
+    Expr x = argOf(a, 0);
+    Z3_decl_kind kx = kindOf(raw(x));
+    if (kx == Z3_OP_NOT)
+      return collect(argOf(raw(x), 0), out); // not not x is x
+    if (kx == Z3_OP_AND) {
+      out.negatedConjunctions.push_back(fact); // a disjunction: no single fact, but cases
+      return;
+    }
+  }
   Expr cmp = negated ? argOf(a, 0) : fact;
   std::vector<std::vector<Ineq>> alts;
   if (!comparison(cmp, negated, alts) || alts.size() != 1)
     return; // a disequality is two alternatives: no single fact
   for (Ineq &e : alts.front())
-    out.push_back(std::move(e));
+    out.ineqs.push_back(std::move(e));
 }
 
-const std::vector<IntervalProver::Ineq> &IntervalProver::factsOf(const Expr &fact) {
+bool IntervalProver::collectAll(const Expr &e, std::vector<Ineq> &out) {
+  Z3_ast a = raw(e);
+  if (kindOf(a) == Z3_OP_AND) {
+    for (unsigned i = 0; i < numArgs(a); ++i)
+      if (!collectAll(argOf(a, i), out))
+        return false;
+    return true;
+  }
+  bool negated = kindOf(a) == Z3_OP_NOT;
+  std::vector<std::vector<Ineq>> alts;
+  if (!comparison(negated ? argOf(a, 0) : e, negated, alts) || alts.size() != 1)
+    return false;
+  for (Ineq &x : alts.front())
+    out.push_back(std::move(x));
+  return true;
+}
+
+const IntervalProver::Parsed &IntervalProver::factsOf(const Expr &fact) {
   auto [it, fresh] = parsed_.try_emplace(fact.id());
   if (fresh) {
-    it->second.first = fact;
-    collect(fact, it->second.second);
+    it->second.keep = fact;
+    collect(fact, it->second);
   }
-  return it->second.second;
+  return it->second;
 }
 
 std::vector<std::vector<IntervalProver::Ineq>> IntervalProver::goalOf(const Expr &goal) {
   std::vector<std::vector<Ineq>> alts;
   Z3_ast a = raw(goal);
+  if (kindOf(a) == Z3_OP_AND) { // every conjunct, or nothing
+    std::vector<Ineq> all;
+    if (collectAll(goal, all))
+      alts.push_back(std::move(all));
+    return alts;
+  }
   bool negated = kindOf(a) == Z3_OP_NOT;
   comparison(negated ? argOf(a, 0) : goal, negated, alts);
   return alts;
+}
+
+// Each `not guard or range` of the set-aside facts at the formula's points.
+// A part of another shape, or a guard not read whole, is left out (fewer
+// facts: never a wrong proof).
+std::vector<IntervalProver::Instance> IntervalProver::instancesOf(const Expr &pointFacts) {
+  std::vector<Instance> out;
+  for (const Expr &part : pointFacts.conjuncts()) {
+    Z3_ast a = raw(part);
+    if (kindOf(a) != Z3_OP_OR || numArgs(a) != 2)
+      continue;
+    Expr notGuard = argOf(a, 0), range = argOf(a, 1);
+    Instance in;
+    if (kindOf(raw(notGuard)) != Z3_OP_NOT || !collectAll(argOf(raw(notGuard), 0), in.guard))
+      continue;
+    Parsed r;
+    collect(range, r);
+    in.range = std::move(r.ineqs);
+    if (!in.range.empty())
+      out.push_back(std::move(in));
+  }
+  return out;
 }
 
 bool IntervalProver::provesOne(const Ineq &goal, const std::vector<const Ineq *> &facts, const Box &box) const {
@@ -187,55 +246,72 @@ bool IntervalProver::provesOne(const Ineq &goal, const std::vector<const Ineq *>
   return false;
 }
 
-bool IntervalProver::proves(const Expr &formula, const SizeFacts &sizes) {
-  if (!formula.isValid())
-    return false;
-  if (parsed_.size() > 100'000) { // before any pointer into it is taken
-    parsed_.clear();
-    atoms_.clear();
-  }
+// `not x`, kept as it is (Expr's ! folds a double negation): a literal whose
+// negation, read as a fact, is x.
+static Expr asFact(const Expr &x) { return fromRaw(Z3_mk_not(ctx(), raw(x))); }
+static Expr orRaw(const Expr &a, const Expr &b) {
+  Z3_ast args[2] = {raw(a), raw(b)};
+  return fromRaw(Z3_mk_or(ctx(), 2, args));
+}
+
+bool IntervalProver::decide(const Expr &formula, const SizeFacts &sizes, const std::vector<Instance> &points,
+                            std::vector<Expr> &split, bool thorough) {
   // The facts (negations of the disjuncts) and the goals (the disjuncts).
   std::vector<const Ineq *> facts;
   std::vector<Expr> goals;
-  Z3_ast a = raw(formula);
-  auto literal = [&](const Expr &lit) {
+  bool trivially = false;
+  std::function<void(const Expr &)> literal = [&](const Expr &lit) {
     Z3_ast l = raw(lit);
-    if (kindOf(l) == Z3_OP_NOT) {
-      for (const Ineq &e : factsOf(argOf(l, 0)))
+    Z3_decl_kind k = kindOf(l);
+    if (k == Z3_OP_OR) { // a case adds its literal in front
+      for (unsigned i = 0; i < numArgs(l); ++i)
+        literal(argOf(l, i));
+      return;
+    }
+    if (auto b = lit.asBool()) {
+      trivially |= *b;
+      return;
+    }
+    if (k == Z3_OP_NOT) {
+      const Parsed &p = factsOf(argOf(l, 0));
+      for (const Ineq &e : p.ineqs)
         facts.push_back(&e);
-      if (kindOf(raw(argOf(l, 0))) == Z3_OP_AND)
+      split.insert(split.end(), p.negatedConjunctions.begin(), p.negatedConjunctions.end());
+      Z3_decl_kind kx = kindOf(raw(argOf(l, 0)));
+      if (kx == Z3_OP_AND || kx == Z3_OP_NOT)
         return;
     }
     goals.push_back(lit);
   };
-  if (kindOf(a) == Z3_OP_OR)
-    for (unsigned i = 0; i < numArgs(a); ++i)
-      literal(argOf(a, i));
-  else
-    literal(formula);
+  literal(formula);
+  if (trivially)
+    return true;
   std::vector<std::vector<std::vector<Ineq>>> goalAlts;
   for (const Expr &g : goals)
     goalAlts.push_back(goalOf(g));
   // The box: each atom's range from the single-atom facts and the size
   // minimums.
   Box box;
+  auto narrow = [&](const Ineq &f) {
+    if (f.terms.size() != 1 || f.constant == kMin)
+      return;
+    auto [atom, c] = f.terms.front();
+    auto &r = box.range[atom];
+    if (c > 0) { // c*x + k >= 0: x >= ceil(-k / c)
+      int64_t lo = ceilDivInt(-f.constant, c);
+      r.first = r.first ? std::max(*r.first, lo) : lo;
+    } else { // -|c|*x + k >= 0: x <= floor(k / |c|)
+      int64_t hi = floorDivInt(f.constant, -c);
+      r.second = r.second ? std::min(*r.second, hi) : hi;
+    }
+  };
   for (const Ineq *f : facts) {
     if (f->terms.empty()) {
       if (f->constant < 0)
         return true; // a false fact: the implication holds
       continue;
     }
-    if (f->terms.size() != 1 || f->constant == kMin)
-      continue;
-    auto [atom, c] = f->terms.front();
-    auto &r = box.range[atom];
-    if (c > 0) { // c*x + k >= 0: x >= ceil(-k / c)
-      int64_t lo = ceilDivInt(-f->constant, c);
-      r.first = r.first ? std::max(*r.first, lo) : lo;
-    } else { // -|c|*x + k >= 0: x <= floor(k / |c|)
-      int64_t hi = floorDivInt(f->constant, -c);
-      r.second = r.second ? std::min(*r.second, hi) : hi;
-    }
+    narrow(*f);
   }
   auto sizeMinimum = [&](unsigned atom) {
     auto it = atoms_.find(atom);
@@ -254,11 +330,96 @@ bool IntervalProver::proves(const Expr &formula, const SizeFacts &sizes) {
   for (const Ineq *f : facts)
     for (auto &t : f->terms)
       sizeMinimum(t.first);
+  // A set-aside range holds at a point whose guard the path proves.
+  for (const Instance &in : points)
+    if (std::all_of(in.guard.begin(), in.guard.end(), [&](const Ineq &g) { return provesOne(g, facts, box); }))
+      for (const Ineq &r : in.range) {
+        facts.push_back(&r);
+        narrow(r);
+      }
+  // Facts no point meets: an atom's range is empty, or a fact is negative on
+  // the whole box.
+  for (auto &[atom, r] : box.range)
+    if (r.first && r.second && *r.first > *r.second)
+      return true;
+  for (const Ineq *f : facts) {
+    Ineq neg = *f; // f < 0 everywhere: -f - 1 >= 0
+    bool ok = neg.constant != kMin && neg.constant != kMax;
+    for (auto &t : neg.terms) {
+      ok &= t.second != kMin;
+      t.second = -t.second;
+    }
+    if (!ok)
+      continue;
+    neg.constant = -neg.constant - 1;
+    if (auto lo = box.lower(neg); lo && *lo >= 0)
+      return true;
+    if (!points.empty() || thorough) // by a multiple of another fact: i < n and n <= i
+      if (provesOne(neg, facts, box))
+        return true;
+  }
   for (auto &alts : goalAlts)
     for (auto &alt : alts)
       if (std::all_of(alt.begin(), alt.end(), [&](const Ineq &e) { return provesOne(e, facts, box); }))
         return true;
   return false;
+}
+
+// Cases that cover every point, each read by decide: an integer `ite` (its
+// condition, or its negation, becomes a fact and the ite its branch), or a
+// negated conjunction among the facts (one case per conjunct it denies; in
+// each the negation is true). Valid in every case is valid.
+bool IntervalProver::byCases(const Expr &formula, const SizeFacts &sizes, const std::vector<Instance> &points,
+                             unsigned depth, unsigned &leaves) {
+  std::vector<Expr> split;
+  if (decide(formula, sizes, points, split, true))
+    return true;
+  if (depth >= kMaxDepth)
+    return false;
+  if (auto t = formula.findIntIte()) {
+    auto [c, x, y] = *t->asIte();
+    if (leaves < 1)
+      return false;
+    --leaves; // one leaf becomes two
+    return byCases(orRaw(asFact(c), formula.substitute({*t}, {x})), sizes, points, depth + 1, leaves) &&
+           byCases(orRaw(asFact(!c), formula.substitute({*t}, {y})), sizes, points, depth + 1, leaves);
+  }
+  if (split.empty())
+    return false;
+  const Expr &d = split.front();
+  std::vector<Expr> denied = d.asNot()->conjuncts();
+  if (leaves + 1 < denied.size())
+    return false;
+  leaves -= static_cast<unsigned>(denied.size()) - 1;
+  Expr rest = formula.substitute({d}, {Expr::boolConst(true)});
+  for (const Expr &a : denied)
+    if (!byCases(orRaw(asFact(!a), rest), sizes, points, depth + 1, leaves))
+      return false;
+  return true;
+}
+
+bool IntervalProver::proves(const Expr &formula, const SizeFacts &sizes) {
+  if (!formula.isValid())
+    return false;
+  if (parsed_.size() > 100'000) { // before any pointer into it is taken
+    parsed_.clear();
+    atoms_.clear();
+  }
+  std::vector<Expr> split;
+  return decide(formula, sizes, {}, split);
+}
+
+bool IntervalProver::provesByCases(const Expr &formula, const SizeFacts &sizes,
+                                   const std::function<Expr()> &pointFacts) {
+  if (!formula.isValid())
+    return false;
+  if (parsed_.size() > 100'000) {
+    parsed_.clear();
+    atoms_.clear();
+  }
+  std::vector<Instance> points = instancesOf(pointFacts());
+  unsigned leaves = kMaxLeaves;
+  return byCases(formula, sizes, points, 0, leaves);
 }
 
 } // namespace shardproof::smt::detail

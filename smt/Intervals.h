@@ -6,12 +6,21 @@
 // goal is proven when its linear form, less a positive multiple of at most one
 // fact's, is at least 0 on the box the single-atom facts (and the size
 // minimums) span. Only proofs are answered: anything else goes to Z3.
+//
+// provesByCases adds two steps, dearer, so the solver tries them only on a
+// goal no kept model refutes, just before Z3 (Solver.cpp): a value
+// range set aside for a function (Solver::assumeOnFunction) bounds an
+// application whose guard the path implies, and the formula is split into
+// cases on an integer `ite` or on a negated conjunction among the facts. The
+// embedding's and the loss's token-id bounds, `0 <= ite(768 <= id and not
+// (896 <= id), id - 768, 0) < 128` with id in [0, 1023], are of that form.
 #pragma once
 
 #include "shardproof/smt/Expr.h"
 #include "shardproof/smt/Facts.h"
 
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -24,6 +33,9 @@ public:
   /// or ... or gm` (what `implies` builds) with some gi following from the
   /// facts fj, or a single comparison following from `sizes` alone.
   bool proves(const Expr &formula, const SizeFacts &sizes);
+  /// The same with the set-aside facts at the formula's applications
+  /// (`pointFacts`: `not guard or range` each) and case splits.
+  bool provesByCases(const Expr &formula, const SizeFacts &sizes, const std::function<Expr()> &pointFacts);
 
 private:
   // sum of coef * atom + constant >= 0, atoms by AST id in increasing order.
@@ -32,11 +44,32 @@ private:
     int64_t constant = 0;
   };
   struct Box; // atom id -> [lo, hi]
+  /// A set-aside fact at one point: `range` holds where every `guard` does.
+  struct Instance {
+    std::vector<Ineq> guard, range;
+  };
+  struct Parsed {
+    Expr keep; // holds the AST so its id stays unique
+    std::vector<Ineq> ineqs;
+    std::vector<Expr> negatedConjunctions; // `not (a and b ...)` among the facts: cases to split on
+  };
 
   /// The inequalities a fact states (a comparison, a negated one other than
   /// a disequality, conjunctions of them); others state nothing here.
-  const std::vector<Ineq> &factsOf(const Expr &fact);
-  void collect(const Expr &fact, std::vector<Ineq> &out);
+  const Parsed &factsOf(const Expr &fact);
+  void collect(const Expr &fact, Parsed &out);
+  /// Every conjunct of `e` as inequalities, or false (nothing may be dropped:
+  /// a guard or a goal read in part would be weaker or stronger).
+  bool collectAll(const Expr &e, std::vector<Ineq> &out);
+  /// One reading of `formula` (no cases): proven by the box, the facts and
+  /// the instances whose guard it proves. `split` gets the negated
+  /// conjunctions among the facts. `thorough`: also look for two facts that
+  /// contradict each other (quadratic in the facts: only before Z3).
+  bool decide(const Expr &formula, const SizeFacts &sizes, const std::vector<Instance> &points,
+              std::vector<Expr> &split, bool thorough = false);
+  bool byCases(const Expr &formula, const SizeFacts &sizes, const std::vector<Instance> &points, unsigned depth,
+               unsigned &leaves);
+  std::vector<Instance> instancesOf(const Expr &pointFacts);
   /// A goal's alternatives: each a conjunction of inequalities that proves it.
   std::vector<std::vector<Ineq>> goalOf(const Expr &goal);
   /// `lhs OP rhs` (OP from `kind`, negated when `negated`) as inequalities;
@@ -46,7 +79,7 @@ private:
 
   // Parsed facts by AST id, each holding its Expr so ids stay unique; cleared
   // when it grows past a bound (paths repeat, goals rarely do).
-  std::unordered_map<unsigned, std::pair<Expr, std::vector<Ineq>>> parsed_;
+  std::unordered_map<unsigned, Parsed> parsed_;
   std::unordered_map<unsigned, Expr> atoms_; // every atom seen, for its size minimum
 };
 

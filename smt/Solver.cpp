@@ -566,6 +566,23 @@ CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, b
   detail::resetMemoryOut();
   Z3_context c = ctx();
   Outcome o;
+  // The goal prove() asks, by cases and the functions' ranges, before Z3.
+  bool casesTried = false;
+  auto byCases = [&] {
+    if (casesTried || !proving_)
+      return false;
+    casesTried = true;
+    const Expr &goal = *proving_;
+    if (!intervals_->provesByCases(goal, facts_, [&] { return factsFor(goal, assumptions_, factFunction_); }))
+      return false;
+    r.result = Result::Unsat;
+    ++st.byIntervals;
+    ++byIntervals_;
+    if (memo_)
+      cache_[formula.id()] = {formula, r, true};
+    st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return true;
+  };
   // A query that wants a model gets a fresh solver: the incremental one's
   // model would depend on the queries before it (and so on --jobs).
   bool fresh = !I.incremental || freshSolver || wantModel;
@@ -592,6 +609,8 @@ CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, b
       st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return r;
     }
+    if (byCases())
+      return r;
     Z3_model kept = nullptr;
     o = checkOn(c, I.inc, I.watchdog, formula && aside, timeoutMs, /*scoped=*/true, wantModel,
                 memo_ && !wantModel ? &kept : nullptr);
@@ -610,6 +629,8 @@ CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, b
     }
   }
   if (fresh) {
+    if (byCases())
+      return r;
     Z3_solver s = Z3_mk_solver(c);
     Z3_solver_inc_ref(c, s);
     for (auto &a : assumptions_)
@@ -693,7 +714,9 @@ Proof Solver::prove(const std::string &name, const Expr &given, bool wantCounter
     p.status = Proof::Proved;
     return p;
   }
+  proving_ = &goal; // run() tries it by cases once no kept model refutes it
   CheckResult r = run(name, !goal, false, wantCounterexample);
+  proving_ = nullptr;
   switch (r.result) {
   case Result::Unsat: p.status = Proof::Proved; break;
   case Result::Sat:

@@ -170,6 +170,9 @@ private:
   /// Goals proven from the atoms' ranges before Z3 (the index bounds a cover
   /// simplifies: 0.7 ms each in Z3).
   std::unique_ptr<detail::IntervalProver> intervals_;
+  /// While prove() runs its query: the goal, which run() tries by cases
+  /// (IntervalProver::provesByCases) once no kept model refutes it.
+  const Expr *proving_ = nullptr;
   /// Whether an assumption names variable `v` (the sizes); the others may
   /// take any value in a kept model (Repair.h).
   bool assumedVar(const std::string &v);

@@ -1,0 +1,161 @@
+// Goals proven by cases and by the value ranges set aside for functions
+// (IntervalProver::provesByCases), before Z3 is asked. Each answer must be
+// Z3's: a bound off by one, a read outside the range's guard, a case the
+// split would leave out: none is proven, and Z3 refutes it.
+#include "Terms.h"
+#include "shardproof/smt/Solver.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+
+using namespace shardproof::smt;
+using namespace shardproof::smt::test;
+
+namespace {
+// forall q0 in [0, seq), q1 in [0, batch): 0 <= ids(q0, q1) <= 1023, what a
+// spec's `values: [0, 1023]` on input_ids assumes.
+void assumeTokenIds(Solver &s, const Expr &seq, const Expr &batch) {
+  Expr q0 = sym("q!0"), q1 = sym("q!1");
+  Expr v = Expr::app("ids", {q0, q1});
+  s.assumeOnFunction(Expr::forall({q0, q1}, implies(k(0) <= q0 && q0 < seq && k(0) <= q1 && q1 < batch,
+                                                    k(0) <= v && v <= k(1023))),
+                     "ids", k(0) <= k(1023));
+}
+} // namespace
+
+TEST(IntervalCases, AShardsRowOfATokenIdStaysInsideTheShard) {
+  // The vocab-parallel embedding on rank 6 of 8 (vocab 1024): the row it
+  // reads, ite(768 <= id and id < 896, id - 768, 0), is one of its 128.
+  Solver s;
+  Expr seq = sym("seq"), batch = sym("batch"), i = sym("i"), b = sym("b");
+  s.assume(seq >= k(1));
+  s.assume(batch >= k(1));
+  assumeTokenIds(s, seq, batch);
+  Expr id = Expr::app("ids", {i, b});
+  Expr path = k(0) <= i && i < seq && k(0) <= b && b < batch;
+  Expr row = ite(k(768) <= id && id < k(896), id - k(768), k(0));
+  EXPECT_TRUE(s.prove("obligation", implies(path, k(-128) <= row && row < k(128)), false).proved());
+  EXPECT_EQ(s.totalQueries(), 0u) << "proven without Z3";
+  EXPECT_EQ(s.byIntervals(), 1u);
+  // A shard one row too wide: id = 896 reads row 128.
+  Expr wide = ite(k(768) <= id && id < k(897), id - k(768), k(0));
+  Proof p = s.prove("obligation", implies(path, wide < k(128)), true);
+  EXPECT_EQ(p.status, Proof::Refuted);
+  EXPECT_EQ(s.totalQueries(), 1u) << "left to Z3";
+}
+
+TEST(IntervalCases, TheFirstShardNeedsTheRangesLowerEnd) {
+  // ite(128 <= id, 0, id) >= -128 holds because ids are >= 0; on a point the
+  // range does not cover (i = seq), nothing bounds the id.
+  Solver s;
+  Expr seq = sym("seq"), batch = sym("batch"), i = sym("i"), b = sym("b");
+  s.assume(seq >= k(1));
+  s.assume(batch >= k(1));
+  assumeTokenIds(s, seq, batch);
+  Expr id = Expr::app("ids", {i, b});
+  Expr row = ite(k(128) <= id, k(0), id);
+  Expr inside = k(0) <= i && i < seq && k(0) <= b && b < batch;
+  EXPECT_TRUE(s.prove("obligation", implies(inside, k(0) <= row && row < k(128)), false).proved());
+  EXPECT_EQ(s.totalQueries(), 0u);
+  Expr past = k(0) <= i && i <= seq && k(0) <= b && b < batch;
+  EXPECT_EQ(s.prove("obligation", implies(past, k(0) <= row), true).status, Proof::Refuted);
+  EXPECT_EQ(s.totalQueries(), 1u) << "left to Z3, which finds ids(seq, b) < 0";
+}
+
+TEST(IntervalCases, ANegatedConjunctionOnThePathIsSplitIntoItsCases) {
+  // Past the shards before it: 768 <= v and not (768 <= v < 896) leaves v >= 896.
+  Solver s;
+  Expr v = sym("v");
+  Expr path = k(768) <= v && !(k(768) <= v && v < k(896));
+  EXPECT_TRUE(s.prove("cond", implies(path, k(896) <= v), false).proved());
+  EXPECT_EQ(s.totalQueries(), 0u);
+  EXPECT_FALSE(s.prove("cond", implies(path, k(897) <= v), false).proved()) << "v = 896 is allowed";
+}
+
+TEST(IntervalCases, FactsNoPointMeetsProveAnyGoal) {
+  Solver s;
+  Expr v = sym("v"), i = sym("i"), n = sym("n");
+  s.assume(n >= k(1));
+  // One atom's range is empty.
+  EXPECT_TRUE(s.prove("cond", implies(v < k(128) && k(768) <= v, v == k(5)), false).proved());
+  // Two atoms: i < n and n <= i.
+  EXPECT_TRUE(s.prove("cond", implies(k(0) <= i && i < n && n <= i, i == k(7)), false).proved());
+  EXPECT_EQ(s.totalQueries(), 0u);
+  // Touching ranges are not empty: v = 128.
+  EXPECT_FALSE(s.prove("cond", implies(v <= k(128) && k(128) <= v, v == k(5)), false).proved());
+}
+
+TEST(IntervalCases, AConjunctionGoalNeedsEveryConjunct) {
+  Solver s;
+  Expr i = sym("i");
+  EXPECT_TRUE(s.prove("cond", implies(k(0) <= i && i < k(8), k(0) <= i + k(1) && i + k(1) <= k(8)), false).proved());
+  EXPECT_EQ(s.totalQueries(), 0u);
+  EXPECT_FALSE(s.prove("cond", implies(k(0) <= i && i < k(8), k(0) <= i + k(1) && i + k(1) < k(8)), false).proved())
+      << "i = 7 breaks the second conjunct";
+}
+
+TEST(IntervalCases, AnIteIsProvenOnBothBranchesOrNotAtAll) {
+  Solver s;
+  Expr v = sym("v");
+  Expr row = ite(k(128) <= v, k(0), v);
+  EXPECT_TRUE(s.prove("cond", implies(k(-128) <= v, k(-128) <= row && row < k(128)), false).proved());
+  // The else branch with v = -129.
+  EXPECT_FALSE(s.prove("cond", implies(k(-129) <= v, k(-128) <= row), false).proved());
+  // An equality through the ite: v == ite(128 <= v, 0, v) where v < 128.
+  EXPECT_TRUE(s.prove("index", implies(v < k(128), v == row), false).proved());
+  EXPECT_FALSE(s.prove("index", implies(v < k(129), v == row), false).proved()) << "v = 128 reads 0";
+  EXPECT_EQ(s.byIntervals(), 2u);
+}
+
+TEST(IntervalCases, NoRandomGoalIsProvenThatZ3Refutes) {
+  // Goals of the shapes above with random constants, each proven (or not)
+  // by one solver and checked by Z3 alone (check() of the negation takes no
+  // interval step) under the same assumptions.
+  Solver s, z3;
+  Expr v = sym("v"), i = sym("i"), n = sym("n");
+  for (Solver *x : {&s, &z3}) {
+    x->assume(n >= k(1));
+    Expr q = sym("q!0"), a = Expr::app("ids", {q});
+    x->assumeOnFunction(Expr::forall({q}, implies(k(0) <= q && q < n, k(0) <= a && a <= k(63))), "ids",
+                        k(0) <= k(63));
+  }
+  std::mt19937 rng(13);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Expr id = Expr::app("ids", {i});
+  auto atom = [&] { return pick(0, 1) ? v : id; };
+  auto literal = [&]() -> Expr {
+    Expr x = atom();
+    int c = pick(-4, 70), d = c + pick(0, 40);
+    switch (pick(0, 3)) {
+    case 0: return k(c) <= x;
+    case 1: return x < k(c);
+    case 2: return !(k(c) <= x && x < k(d));
+    default: return k(c) <= x && x < k(d);
+    }
+  };
+  auto term = [&]() -> Expr {
+    Expr x = atom();
+    Expr a = x - k(pick(0, 64)), b = pick(0, 1) ? k(0) : x;
+    return pick(0, 2) ? ite(literal(), a, b) : a;
+  };
+  unsigned proven = 0, tried = 0;
+  for (int round = 0; round < 400; ++round) {
+    Expr path = k(0) <= i && (pick(0, 3) ? i < n : i <= n);
+    for (int m = pick(0, 3); m-- > 0;)
+      path = path && literal();
+    Expr t = term();
+    int lo = pick(-70, 10), hi = lo + pick(1, 130);
+    Expr goal = pick(0, 3) ? (k(lo) <= t && t < k(hi)) : pick(0, 1) ? t == v : k(lo) <= t;
+    Expr f = implies(path, goal);
+    ++tried;
+    if (!s.prove("random", f, false).proved())
+      continue;
+    ++proven;
+    EXPECT_EQ(z3.check("random", !f, false).result, Result::Unsat) << "proven but not valid: " << f.str();
+  }
+  std::printf("random: %u of %u proven, %u by intervals, %u Z3 queries\n", proven, tried, s.byIntervals(), s.totalQueries());
+  EXPECT_GT(s.byIntervals(), 20u) << "the random goals should reach the interval steps";
+  EXPECT_GT(proven, 40u) << tried;
+}
