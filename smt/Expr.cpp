@@ -305,6 +305,32 @@ bool Expr::mentions(const std::string &var) const {
   return mentionsSymbol(ast_, Z3_mk_string_symbol(ctx(), var.c_str()), seen);
 }
 
+// Does `name` occur in an argument of an uninterpreted function application
+// under `a`?
+static bool readsWithSymbol(Z3_ast a, Z3_symbol name, std::unordered_set<unsigned> &seen,
+                            std::unordered_set<unsigned> &inArgs) {
+  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || isNamedConst(a))
+    return false;
+  Z3_app app = Z3_to_app(ctx(), a);
+  unsigned n = Z3_get_app_num_args(ctx(), app);
+  if (n == 0 || !seen.insert(Z3_get_ast_id(ctx(), a)).second)
+    return false;
+  bool uf = Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), app)) == Z3_OP_UNINTERPRETED;
+  for (unsigned i = 0; i < n; ++i) {
+    Z3_ast arg = Z3_get_app_arg(ctx(), app, i);
+    if (uf ? mentionsSymbol(arg, name, inArgs) : readsWithSymbol(arg, name, seen, inArgs))
+      return true;
+  }
+  return false;
+}
+
+bool Expr::mentionsInApplication(const std::string &var) const {
+  if (!ast_)
+    return false;
+  std::unordered_set<unsigned> seen, inArgs;
+  return readsWithSymbol(ast_, Z3_mk_string_symbol(ctx(), var.c_str()), seen, inArgs);
+}
+
 Expr Expr::substitute(const std::vector<Expr> &from, const std::vector<Expr> &to) const {
   if (!ast_ || from.empty())
     return *this;

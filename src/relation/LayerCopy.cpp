@@ -176,9 +176,7 @@ bool LayerCopy::copy(int k) {
       if (p < 0 || s.position[p] >= 0 || static_cast<size_t>(p) < s.begin[k] ||
           static_cast<size_t>(p) >= s.begin[k + 1] || g.values[b].producer < 0)
         continue; // not a Constant node of layer k's span
-      const Attribute *value = g.nodes[p].attr("value");
-      rankValues[r][a] = rankValues[r][b];
-      rankValues[r][a].data = value ? value->tensor : nullptr;
+      rankValues[r][a] = rankValues[r][b]; // its data too: the same content (sameNode compared the tensors)
       set.insert(p);
     }
     for (size_t n : s.constants[k])

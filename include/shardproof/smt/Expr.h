@@ -83,6 +83,9 @@ public:
 
   /// Does an uninterpreted function application (tensor data) occur in it?
   bool hasApp() const;
+  /// Does `var` occur in the arguments of such an application (the index of
+  /// a data read)?
+  bool mentionsInApplication(const std::string &var) const;
   /// The uninterpreted functions applied in it (also under a forall), with
   /// their arities.
   std::map<std::string, unsigned> functions() const;

@@ -291,3 +291,14 @@ TEST(SmtExpr, MentionsFindsAVariableByItsNameOnly) {
   EXPECT_FALSE(Expr::intConst(4).mentions("u!0"));
   EXPECT_FALSE(Expr().mentions("u!0"));
 }
+
+TEST(SmtExpr, AnIndexOfADataReadIsToldFromAnIndexBesideIt) {
+  // projectIndices may set i to 0 in `i + ids(j) >= 5`, never j: that would
+  // read another element.
+  Expr i = Expr::intVar("i"), j = Expr::intVar("j");
+  Expr read = Expr::app("ids", {j});
+  EXPECT_TRUE((read >= Expr::intConst(5)).mentionsInApplication("j"));
+  EXPECT_FALSE((i + read >= Expr::intConst(5)).mentionsInApplication("i"));
+  EXPECT_TRUE((Expr::app("ids", {Expr::app("ids", {i})}) >= Expr::intConst(0)).mentionsInApplication("i"));
+  EXPECT_FALSE((i >= Expr::intConst(0)).mentionsInApplication("i"));
+}
