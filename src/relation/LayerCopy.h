@@ -120,8 +120,9 @@ private:
 /// unify, the classes its walk consulted extend the renaming with the same
 /// facts, and the walk of layer k-1 was clean: every tensor matched or a
 /// view, no failure, no class made, no checkpoint, no claim, nothing read
-/// through a cache the recording cannot see. Its Constant nodes are walked
-/// as any node.
+/// through a cache the recording cannot see. Layer k holds no checkpoint
+/// either (its claim is checked where the walk computes it). Its Constant
+/// nodes are walked as any node.
 class ReferenceLayerCopy {
 public:
   using WalkFn = std::function<llvm::Error(const ir::Node &)>;

@@ -89,6 +89,12 @@ llvm::Expected<size_t> ReferenceLayerCopy::atBoundary(const WalkFn &walk) {
 llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
   const Graph &g = core.ref;
   const Window &w = *done_;
+  // A checkpoint in layer k is a claim its own walk checks (Infer.cpp), so
+  // that layer is walked: a copy would take it as proven.
+  for (size_t n = stack.begin[k]; n < stack.begin[k + 1]; ++n)
+    for (int o : g.nodes[n].outputs)
+      if (checkpoints.count(g.values[o].name))
+        return false;
   // Constant nodes of the span hold values the body may read: evaluated first
   // (walked, rows and all, in order below).
   for (size_t n = stack.begin[k]; n < stack.begin[k + 1]; ++n)

@@ -129,6 +129,37 @@ TEST_F(Generated, ABugInTheMiddleOfFiveLayersStopsTheCopyAndIsRefutedThere) {
   EXPECT_NE(r.out.find("layers copied whole: 1 of the ranks, 1 of the reference"), std::string::npos) << r.out;
 }
 
+// A `layers:` checkpoint inside a layer the walk would copy: the copy took
+// layer 3 as layer 2 renamed, so its claim was never checked, and a wrong
+// placement (the sequence axis for the head axis) came out VERIFIED. Layer 3
+// is now walked (its rank side is still copied).
+TEST_F(Generated, ACheckpointInALayerThatWouldBeCopiedIsStillChecked) {
+  std::string spec = generate("llama --preset tiny --layers 5 --world 2 --sp --no-embed");
+  auto withCheckpoint = [&](const std::string &placement) {
+    std::string text;
+    {
+      std::ifstream in(spec);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      text = ss.str();
+    }
+    std::string path = (dir / ("checkpoint_" + std::to_string(text.size() + placement.size()) + ".yaml")).string();
+    std::ofstream(path) << text << "layers:\n  /layers.3/self_attn/q_proj/MatMul_output_0: " << placement << "\n";
+    return runShardproof("check --no-table --stats " + path);
+  };
+  auto right = withCheckpoint("{shard: 2, split: even}");
+  EXPECT_EQ(right.exitCode, 0) << right.out;
+  EXPECT_NE(right.out.find("/layers.3/self_attn/q_proj/MatMul_output_0 (layer checkpoint): VERIFIED"),
+            std::string::npos)
+      << right.out;
+  EXPECT_NE(right.out.find("layers copied whole: 3 of the ranks, 1 of the reference"), std::string::npos)
+      << right.out;
+  auto wrong = withCheckpoint("{shard: 1, split: even}");
+  EXPECT_EQ(wrong.exitCode, 1) << wrong.out;
+  EXPECT_NE(wrong.out.find("REFUTED: output '/layers.3/self_attn/q_proj/MatMul_output_0'"), std::string::npos)
+      << wrong.out;
+}
+
 // The last rank of layer 3 applies SiLU to up_proj instead of gate_proj: the
 // same ops in the same order as every other layer, one edge rewired. The
 // reference term of layer 3 has the same form as layer 2's; the rank class
