@@ -19,15 +19,15 @@ public:
   /// Reads the values both sides computed (the reference's as the walk has
   /// them so far).
   Claims(CheckCore &core, const std::vector<ValueInfo> &refValues,
-         const std::vector<std::vector<ValueInfo>> &rankValues)
-      : core(core), refValues(refValues), rankValues(rankValues) {}
+         const std::vector<std::vector<ValueInfo>> &rankValues, PendingValues *pending = nullptr)
+      : core(core), refValues(refValues), rankValues(rankValues), pending(pending) {}
 
   /// One claim about reference tensor `id`; its failures go to the result,
   /// the size conditions of a spec relation to `raised`.
   llvm::Expected<OutputResult> check(int id, const spec::Placement &pl, std::vector<PendingObligation> &raised);
   /// The implementation side of claims over the ranks' tensors.
   RankSides sides(std::vector<PendingObligation> &raised) const {
-    return RankSides(core.ref, refValues, core.ranks, rankValues, raised);
+    return RankSides(core.ref, refValues, core.ranks, rankValues, raised, pending);
   }
   /// Unfolds rank tensors into their definitions, one layer at a time, until
   /// `a` and `b` are proven equal (nullopt) or the unfolding stops (the
@@ -46,6 +46,7 @@ private:
   CheckCore &core;
   const std::vector<ValueInfo> &refValues;
   const std::vector<std::vector<ValueInfo>> &rankValues;
+  PendingValues *pending;
   std::set<std::string> departsInRankOnlyModule;
   std::string refutedBy; // empty: not refuted yet
 

@@ -72,9 +72,11 @@ std::optional<int> ReferenceWalk::unreducedInput(const Node &n) const {
 }
 
 // Whether rank r's node `n` reads one of the classes `reads`.
-static bool readsAny(const std::vector<std::vector<ValueInfo>> &rankValues, int r, const Node &n,
-                     const std::vector<ClassId> &reads) {
+static bool readsAny(const std::vector<std::vector<ValueInfo>> &rankValues, PendingValues *pending, int r,
+                     const Node &n, const std::vector<ClassId> &reads) {
   for (int id : n.inputs) {
+    if (id >= 0 && pending)
+      pending->ensure(r, id);
     if (id < 0 || !rankValues[r][id].term)
       continue;
     std::vector<ClassId> in;
@@ -92,14 +94,14 @@ static bool readsAny(const std::vector<std::vector<ValueInfo>> &rankValues, int 
 // any node that reads them.
 static std::vector<std::string> nearbyRankNodes(const CheckCore &core,
                                                 const std::vector<std::vector<ValueInfo>> &rankValues,
-                                                const Term &t, const Node &refNode) {
+                                                PendingValues *pending, const Term &t, const Node &refNode) {
   std::vector<ClassId> reads;
   collectReads(t, reads);
   auto find = [&](auto accept) {
     std::vector<std::string> out;
     for (int r = 0; r < core.worldSize(); ++r)
       for (const Node &n : core.ranks[r].nodes) {
-        if (!accept(n) || !readsAny(rankValues, r, n, reads))
+        if (!accept(n) || !readsAny(rankValues, pending, r, n, reads))
           continue;
         out.push_back("rank " + std::to_string(r) + ": " + n.name + " (" + n.opType + ")");
         break;
@@ -321,11 +323,11 @@ Failure ReferenceWalk::noRelation(const Node &n, int o, unsigned unknownBefore) 
   // A solver limit here means the search may have missed the counterpart.
   if (core.unknownQueries() > unknownBefore)
     f.message += " (a solver query for this node was cut short: " + core.prover.unknownReason() + ")";
-  explainNoRelation = [&core = core, &rankValues = rankValues, &n, tensor = ref.values[o].name, term = v.term,
-                       shape = *v.shape, region](Failure &f) {
+  explainNoRelation = [&core = core, &rankValues = rankValues, pending = pending, &n, tensor = ref.values[o].name,
+                       term = v.term, shape = *v.shape, region](Failure &f) {
     if (f.kind != Failure::NoRelation || f.tensor != tensor)
       return;
-    f.rankNodes = nearbyRankNodes(core, rankValues, term, n);
+    f.rankNodes = nearbyRankNodes(core, rankValues, pending, term, n);
     if (region)
       f.cex = core.makeCounterexample(region->first, tensor, -1, shape, region->second, nullptr);
   };

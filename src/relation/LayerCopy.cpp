@@ -68,6 +68,25 @@ LayerCopy::LayerCopy(CheckCore &core, NodeEvaluator &nodes, std::vector<std::vec
     if (s.layers() != layers)
       return;
   active_ = layers >= 3; // the first copy is layer 2, from layer 1
+  if (!active_)
+    return;
+  sources_.resize(static_cast<size_t>(layers) + 1);
+  for (size_t r = 0; r < stacks.size(); ++r) {
+    const Graph &g = core.ranks[r];
+    const LayerStack &s = stacks[r];
+    std::vector<char> &out = readOutside_.emplace_back(g.values.size(), 0);
+    pending_.emplace_back(g.values.size(), -1);
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      int own = s.position[n] >= 0 ? s.layerOf(n) : -1;
+      for (int v : g.nodes[n].inputs) {
+        int p = v < 0 ? -1 : g.values[v].producer;
+        if (p >= 0 && s.position[p] >= 0 && s.layerOf(static_cast<size_t>(p)) != own)
+          out[v] = 1;
+      }
+    }
+    for (int v : g.outputs)
+      out[v] = 1;
+  }
 }
 
 size_t LayerCopy::stopAt(int r) const {
@@ -266,23 +285,10 @@ bool LayerCopy::copy(int k) {
     const ClassInfo &a = classes.peek(im.from), &b = classes.peek(sigma(im.from));
     SP_CHECK(a.rank == b.rank && a.finite == b.finite, "layer copy: an image's facts differ from its class's");
   }
-  // The values of layer k.
+  copyValues(k, sigma);
   unsigned count = 0;
-  for (size_t r = 0; r < stacks.size(); ++r) {
-    const Graph &g = core.ranks[r];
-    const LayerStack &s = stacks[r];
-    count += static_cast<unsigned>(s.begin[k + 1] - s.begin[k]);
-    for (size_t o = 0; o < s.size(k); ++o) {
-      const Node &nb = g.nodes[s.body[k - 1][o]], &na = g.nodes[s.body[k][o]];
-      for (size_t j = 0; j < nb.outputs.size(); ++j) {
-        const ValueInfo &vb = rankValues[r][nb.outputs[j]];
-        ValueInfo &va = rankValues[r][na.outputs[j]];
-        va = vb;
-        if (vb.term)
-          va.term = sigma.apply(vb.term);
-      }
-    }
-  }
+  for (size_t r = 0; r < stacks.size(); ++r)
+    count += static_cast<unsigned>(stacks[r].begin[k + 1] - stacks[r].begin[k]);
   for (ClassId c : w.consulted)
     nw.consulted.push_back(sigma(c));
   std::sort(nw.consulted.begin(), nw.consulted.end());
@@ -296,6 +302,68 @@ bool LayerCopy::copy(int k) {
   maps_[k] = std::move(sigma);
   done_ = std::move(nw);
   return true;
+}
+
+void LayerCopy::copyValues(int k, const Renaming &sigma) {
+  // The template: layer k-1 if it was evaluated, else layer k-1's template,
+  // with the renaming to layer k-1 followed by sigma on each class its values
+  // read (a class no renaming binds stays itself, as it would step by step).
+  Source &src = sources_[k];
+  const Source &below = sources_[k - 1];
+  if (below.layer < 0) {
+    src.layer = k - 1;
+    src.map = sigma;
+  } else {
+    src.layer = below.layer;
+    if (readsOf_ != below.layer) {
+      readsOf_ = below.layer;
+      llvm::DenseSet<ClassId> seen;
+      templateReads_.clear();
+      std::vector<ClassId> reads;
+      for (size_t r = 0; r < stacks.size(); ++r)
+        for (size_t n : stacks[r].body[below.layer])
+          for (int o : core.ranks[r].nodes[n].outputs)
+            if (const Term &t = rankValues[r][o].term) {
+              reads.clear();
+              collectReads(t, reads);
+              for (ClassId c : reads)
+                if (seen.insert(c).second)
+                  templateReads_.push_back(c);
+            }
+    }
+    for (ClassId c : templateReads_)
+      if (ClassId to = sigma(below.map(c)); to != c)
+        src.map.bind(c, to);
+  }
+  for (size_t r = 0; r < stacks.size(); ++r) {
+    const Graph &g = core.ranks[r];
+    for (size_t n : stacks[r].body[k])
+      for (int o : g.nodes[n].outputs) {
+        pending_[r][o] = k;
+        if (readOutside_[r][o])
+          make(static_cast<int>(r), o, k);
+      }
+  }
+}
+
+void LayerCopy::ensure(int rank, int value) {
+  if (rank >= 0 && static_cast<size_t>(rank) < pending_.size() && value >= 0 &&
+      static_cast<size_t>(value) < pending_[rank].size() && pending_[rank][value] >= 0)
+    make(rank, value, pending_[rank][value]);
+}
+
+void LayerCopy::make(int r, int value, int k) {
+  const Graph &g = core.ranks[r];
+  const LayerStack &s = stacks[r];
+  const Source &src = sources_[k];
+  int p = g.values[value].producer;
+  const Node &n = g.nodes[s.body[src.layer][s.position[p]]];
+  const ValueInfo &from = rankValues[r][n.outputs[g.values[value].producerSlot]];
+  ValueInfo &v = rankValues[r][value];
+  v = from;
+  if (from.term)
+    v.term = src.map.apply(from.term);
+  pending_[r][value] = -1;
 }
 
 } // namespace shardproof::relation

@@ -28,11 +28,19 @@
 // Its side conditions are layer k-1's formulas again (shapes do not name
 // classes), so they are not raised twice. Anything else: the layer is
 // evaluated node by node, as before.
+//
+// A copied layer's values are made from the last layer evaluated node by
+// node (its template), renamed by the composed renamings of the copies since:
+// the same terms as renaming layer k-1's, one step at a time. Only the values
+// something outside the layer reads (the next layer, the LM end, a graph
+// output) are made with the copy; the rest when first read (ensure), which
+// the reference walk rarely does: 400,000 values of a 126-layer model.
 #pragma once
 
 #include "Core.h"
 #include "NodeEval.h"
 #include "NodeMemo.h"
+#include "Pending.h"
 
 #include "shardproof/ir/Layers.h"
 
@@ -53,7 +61,7 @@ bool unifyValues(const ValueInfo &b, const ValueInfo &a, Renaming &sigma);
 bool valueIsClean(const ValueInfo &v);
 } // namespace layercopy
 
-class LayerCopy {
+class LayerCopy : public PendingValues {
 public:
   LayerCopy(CheckCore &core, NodeEvaluator &nodes, std::vector<std::vector<ValueInfo>> &rankValues,
             std::vector<PendingObligation> &obligations);
@@ -76,6 +84,7 @@ public:
   unsigned copied() const { return copied_; }
   /// Per layer copied, the renaming of layer k-1's classes to layer k's.
   std::vector<std::optional<Renaming>> takeMaps() { return std::move(maps_); }
+  void ensure(int rank, int value) override;
 
 private:
   struct Member {
@@ -98,6 +107,10 @@ private:
   bool bindInputs(int k, Renaming &sigma) const;
   bool layerIsClean(const Window &w) const;
   int counterpart(int r, int k, int value) const;
+  /// Layer k's values, from its template: made (read outside the layer) or
+  /// left pending.
+  void copyValues(int k, const Renaming &sigma);
+  void make(int r, int value, int k);
 
   CheckCore &core;
   NodeEvaluator &nodes;
@@ -111,6 +124,20 @@ private:
   std::optional<ClassTable::Recording> rec_; // window_'s
   std::vector<std::optional<Renaming>> maps_;
   unsigned copied_ = 0;
+  /// Per rank, per value: a body value some node outside its layer reads, or
+  /// a graph output.
+  std::vector<std::vector<char>> readOutside_;
+  /// Per rank, per value: the copied layer whose value it is, while pending.
+  std::vector<std::vector<int>> pending_;
+  /// Per copied layer: the layer evaluated node by node that its values come
+  /// from, and the renaming of that layer's classes to its own.
+  struct Source {
+    int layer = -1;
+    Renaming map;
+  };
+  std::vector<Source> sources_;
+  int readsOf_ = -1;                   // the template whose reads are below
+  std::vector<ClassId> templateReads_; // the classes its body values read
 };
 
 /// The same for the reference walk (RefLayerCopy.cpp): reference layer k

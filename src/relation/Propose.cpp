@@ -172,6 +172,8 @@ std::vector<spec::Placement> ReferenceWalk::sameNamePlacements(int id) {
     auto rid = core.ranks[r].find(name);
     if (!rid || core.ranks[r].values[*rid].producer < 0)
       return {};
+    if (pending)
+      pending->ensure(r, *rid);
     const ValueInfo &rv = rankValues[r][*rid];
     if (!rv.term || !rv.shape || rv.shape->rank() != shape.rank())
       return {};

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "Core.h"
+#include "Pending.h"
 
 #include <llvm/Support/Error.h>
 
@@ -19,8 +20,9 @@ public:
   /// `rankValues` may still be filling (input binding compiles relations over
   /// the rank inputs bound so far); size conditions go to `raised`.
   RankSides(const ir::Graph &ref, const std::vector<ValueInfo> &refValues, const std::vector<ir::Graph> &ranks,
-            const std::vector<std::vector<ValueInfo>> &rankValues, std::vector<PendingObligation> &raised)
-      : ref(ref), refValues(refValues), ranks(ranks), rankValues(rankValues), raised(raised) {}
+            const std::vector<std::vector<ValueInfo>> &rankValues, std::vector<PendingObligation> &raised,
+            PendingValues *pending = nullptr)
+      : ref(ref), refValues(refValues), ranks(ranks), rankValues(rankValues), raised(raised), pending(pending) {}
 
   /// Element term and shape of a spec relation expression.
   llvm::Expected<std::pair<Term, ir::Shape>> compileRelation(const spec::RelExpr &e);
@@ -35,6 +37,7 @@ private:
   const std::vector<ir::Graph> &ranks;
   const std::vector<std::vector<ValueInfo>> &rankValues;
   std::vector<PendingObligation> &raised;
+  PendingValues *pending; // the world's copies (null while it is built)
 
   int worldSize() const { return static_cast<int>(ranks.size()); }
   llvm::Expected<std::pair<Term, ir::Shape>> rankTensor(const spec::RelExpr &e);

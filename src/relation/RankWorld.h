@@ -7,6 +7,7 @@
 #include "LayerCopy.h"
 #include "NodeEval.h"
 
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -34,6 +35,9 @@ public:
   std::vector<PendingObligation> obligations;
   /// Whole-layer reuse (LayerCopy.h); null while it is not set up.
   LayerCopy *layers = nullptr;
+  /// After build: the values its copies left pending, made when first read
+  /// (the reference walk and the claims ask it); null without copies.
+  PendingValues *pending() const { return copier_.get(); }
   /// After build: per layer it copied, the renaming of the layer below's
   /// classes to its own (where the reference walk's copy starts).
   std::vector<std::optional<Renaming>> layerMaps;
@@ -41,6 +45,9 @@ public:
   /// AST id; the entry holds the expression so the id stays its own.
   std::unordered_map<unsigned, std::pair<smt::Expr, smt::Expr>> iToU;
   int worldSize() const { return static_cast<int>(ranks.size()); }
+
+private:
+  std::unique_ptr<LayerCopy> copier_;
 };
 
 } // namespace shardproof::relation

@@ -194,7 +194,8 @@ static llvm::Error buildCollective(RankWorld &S, const std::vector<const Node *>
 
 llvm::Expected<std::vector<PendingObligation>> RankWorld::build() {
   int P = worldSize();
-  LayerCopy copier(core, nodes, rankValues, obligations);
+  copier_ = std::make_unique<LayerCopy>(core, nodes, rankValues, obligations);
+  LayerCopy &copier = *copier_;
   layers = &copier;
   auto detach = llvm::make_scope_exit([&] { layers = nullptr; });
   std::vector<size_t> at(P, 0);

@@ -35,6 +35,8 @@ llvm::Expected<std::pair<Term, Shape>> RankSides::rankTensor(const spec::RelExpr
     return userError("rank " + std::to_string(e.rank) + " has no tensor '" + e.name + "'" +
                          didYouMean(e.name, ranks[e.rank].valueNames()),
                      e.loc);
+  if (pending)
+    pending->ensure(e.rank, *id);
   const ValueInfo &v = rankValues[e.rank][*id];
   if (!v.term || !v.shape)
     return unsupportedError("rank " + std::to_string(e.rank) + " tensor '" + e.name + "': " +
@@ -189,6 +191,8 @@ RankSides::ofClaim(const std::string &name, const spec::Placement &pl) {
       return userError("rank " + std::to_string(r) + " (" + ranks[r].path + ") has no tensor '" + rn +
                            "' for spec output '" + name + "'" + didYouMean(rn, ranks[r].valueNames()),
                        pl.loc);
+    if (pending)
+      pending->ensure(r, *id);
     const ValueInfo &v = rankValues[r][*id];
     if (!v.term)
       return unsupportedError("rank " + std::to_string(r) + " tensor '" + rn + "': " +

@@ -140,7 +140,7 @@ llvm::Expected<Result> checkPrepared(const ir::Graph &ref, const std::vector<ir:
   auto t1 = Clock::now();
   // The spec's claims, checked at `layers:` checkpoints during the walk and on
   // the outputs after it.
-  state->claims = std::make_unique<Claims>(core, refValues, rankValues);
+  state->claims = std::make_unique<Claims>(core, refValues, rankValues, rankWorld.pending());
   Claims &claims = *state->claims;
   OutputCheck output(core, claims);
   // The obligations raised so far are decided before the walk: once one of
@@ -148,7 +148,7 @@ llvm::Expected<Result> checkPrepared(const ir::Graph &ref, const std::vector<ir:
   auto te = Clock::now();
   output.decideEarly(obligations);
   const double earlySeconds = since(te); // counted with the output check's
-  auto walked = ReferenceWalk(core, nodes, claims, refValues, rankValues, rankWorld.layerMaps).run();
+  auto walked = ReferenceWalk(core, nodes, claims, refValues, rankValues, rankWorld.layerMaps, rankWorld.pending()).run();
   if (!walked)
     return walked.takeError();
   st.inferSeconds = since(t1) - earlySeconds;

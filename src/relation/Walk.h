@@ -36,11 +36,13 @@ public:
   /// every node's outputs. It reads the rank world's values.
   /// `rankLayerMaps`: the rank world's renamings of the layers it copied
   /// (RankWorld::layerMaps), where the walk's own layer copies start.
+  /// `pending`: rank values the world's layer copies left to be made when
+  /// read (null: none).
   ReferenceWalk(CheckCore &core, NodeEvaluator &nodes, Claims &claims, std::vector<ValueInfo> &refValues,
                 const std::vector<std::vector<ValueInfo>> &rankValues,
-                const std::vector<std::optional<Renaming>> &rankLayerMaps)
+                const std::vector<std::optional<Renaming>> &rankLayerMaps, PendingValues *pending = nullptr)
       : core(core), nodes(nodes), claims(claims), refValues(refValues), rankValues(rankValues),
-        rankLayerMaps(rankLayerMaps) {}
+        rankLayerMaps(rankLayerMaps), pending(pending) {}
 
   /// Walks the reference graph. A malformed reference or spec is a user error.
   llvm::Expected<WalkResult> run();
@@ -52,6 +54,7 @@ private:
   std::vector<ValueInfo> &refValues;
   const std::vector<std::vector<ValueInfo>> &rankValues;
   const std::vector<std::optional<Renaming>> &rankLayerMaps;
+  PendingValues *pending;
   std::vector<PendingObligation> raised;
   /// Only the first reference node without a relation is a failure.
   bool reportedUnresolved = false;

@@ -132,7 +132,8 @@ TEST_F(Generated, ABugInTheMiddleOfFiveLayersStopsTheCopyAndIsRefutedThere) {
 // A `layers:` checkpoint inside a layer the walk would copy: the copy took
 // layer 3 as layer 2 renamed, so its claim was never checked, and a wrong
 // placement (the sequence axis for the head axis) came out VERIFIED. Layer 3
-// is now walked (its rank side is still copied).
+// is now walked; its rank side is still copied, so the claim reads rank
+// values the copy left to be made when read.
 TEST_F(Generated, ACheckpointInALayerThatWouldBeCopiedIsStillChecked) {
   std::string spec = generate("llama --preset tiny --layers 5 --world 2 --sp --no-embed");
   auto withCheckpoint = [&](const std::string &placement) {

@@ -1,0 +1,16 @@
+// Internal: rank values a layer copy leaves to be made when first read
+// (LayerCopy.h). A copied layer's values are its template's renamed; only
+// those something outside the layer reads are made with the copy.
+#pragma once
+
+namespace shardproof::relation {
+
+class PendingValues {
+public:
+  virtual ~PendingValues() = default;
+  /// Makes rank `rank`'s value `value` if a copy left it pending; every
+  /// reader of rank values after the world is built asks first.
+  virtual void ensure(int rank, int value) = 0;
+};
+
+} // namespace shardproof::relation
