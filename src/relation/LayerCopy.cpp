@@ -76,14 +76,16 @@ LayerCopy::LayerCopy(CheckCore &core, NodeEvaluator &nodes, std::vector<std::vec
     const LayerStack &s = stacks[r];
     std::vector<char> &out = readOutside_.emplace_back(g.values.size(), 0);
     pending_.emplace_back(g.values.size(), -1);
-    for (size_t n = 0; n < g.nodes.size(); ++n) {
-      int own = s.position[n] >= 0 ? s.layerOf(n) : -1;
+    std::vector<int> bodyOf(g.nodes.size(), -1); // the layer whose body holds the node
+    for (int k = 0; k < layers; ++k)
+      for (size_t n : s.body[k])
+        bodyOf[n] = k;
+    for (size_t n = 0; n < g.nodes.size(); ++n)
       for (int v : g.nodes[n].inputs) {
         int p = v < 0 ? -1 : g.values[v].producer;
-        if (p >= 0 && s.position[p] >= 0 && s.layerOf(static_cast<size_t>(p)) != own)
+        if (p >= 0 && bodyOf[p] >= 0 && bodyOf[p] != bodyOf[n])
           out[v] = 1;
       }
-    }
     for (int v : g.outputs)
       out[v] = 1;
   }
