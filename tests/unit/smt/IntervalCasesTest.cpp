@@ -7,56 +7,51 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <random>
 
 using namespace shardproof::smt;
 using namespace shardproof::smt::test;
 
 namespace {
-// forall q0 in [0, seq), q1 in [0, batch): 0 <= ids(q0, q1) <= 1023, what a
-// spec's `values: [0, 1023]` on input_ids assumes.
-void assumeTokenIds(Solver &s, const Expr &seq, const Expr &batch) {
-  Expr q0 = sym("q!0"), q1 = sym("q!1");
-  Expr v = Expr::app("ids", {q0, q1});
-  s.assumeOnFunction(Expr::forall({q0, q1}, implies(k(0) <= q0 && q0 < seq && k(0) <= q1 && q1 < batch,
-                                                    k(0) <= v && v <= k(1023))),
-                     "ids", k(0) <= k(1023));
-}
-} // namespace
-
-TEST(IntervalCases, AShardsRowOfATokenIdStaysInsideTheShard) {
-  // The vocab-parallel embedding on rank 6 of 8 (vocab 1024): the row it
-  // reads, ite(768 <= id and id < 896, id - 768, 0), is one of its 128.
+// A solver that assumes what a spec's `values: [0, 1023]` on input_ids does:
+// forall q0 in [0, seq), q1 in [0, batch): 0 <= ids(q0, q1) <= 1023.
+// `id` is the token at (i, b).
+class TokenIds : public ::testing::Test {
+protected:
+  TokenIds() {
+    s.assume(seq >= k(1));
+    s.assume(batch >= k(1));
+    Expr q0 = sym("q!0"), q1 = sym("q!1");
+    Expr v = Expr::app("ids", {q0, q1});
+    s.assumeOnFunction(Expr::forall({q0, q1}, implies(k(0) <= q0 && q0 < seq && k(0) <= q1 && q1 < batch,
+                                                      k(0) <= v && v <= k(1023))),
+                       "ids", k(0) <= k(1023));
+  }
   Solver s;
   Expr seq = sym("seq"), batch = sym("batch"), i = sym("i"), b = sym("b");
-  s.assume(seq >= k(1));
-  s.assume(batch >= k(1));
-  assumeTokenIds(s, seq, batch);
   Expr id = Expr::app("ids", {i, b});
-  Expr path = k(0) <= i && i < seq && k(0) <= b && b < batch;
+  Expr inside = k(0) <= i && i < seq && k(0) <= b && b < batch;
+};
+} // namespace
+
+TEST_F(TokenIds, AShardsRowOfATokenIdStaysInsideTheShard) {
+  // The vocab-parallel embedding on rank 6 of 8 (vocab 1024): the row it
+  // reads, ite(768 <= id and id < 896, id - 768, 0), is one of its 128.
   Expr row = ite(k(768) <= id && id < k(896), id - k(768), k(0));
-  EXPECT_TRUE(s.prove("obligation", implies(path, k(-128) <= row && row < k(128)), false).proved());
+  EXPECT_TRUE(s.prove("obligation", implies(inside, k(-128) <= row && row < k(128)), false).proved());
   EXPECT_EQ(s.totalQueries(), 0u) << "proven without Z3";
   EXPECT_EQ(s.byIntervals(), 1u);
   // A shard one row too wide: id = 896 reads row 128.
   Expr wide = ite(k(768) <= id && id < k(897), id - k(768), k(0));
-  Proof p = s.prove("obligation", implies(path, wide < k(128)), true);
+  Proof p = s.prove("obligation", implies(inside, wide < k(128)), true);
   EXPECT_EQ(p.status, Proof::Refuted);
   EXPECT_EQ(s.totalQueries(), 1u) << "left to Z3";
 }
 
-TEST(IntervalCases, TheFirstShardNeedsTheRangesLowerEnd) {
+TEST_F(TokenIds, TheFirstShardNeedsTheRangesLowerEnd) {
   // ite(128 <= id, 0, id) >= -128 holds because ids are >= 0; on a point the
   // range does not cover (i = seq), nothing bounds the id.
-  Solver s;
-  Expr seq = sym("seq"), batch = sym("batch"), i = sym("i"), b = sym("b");
-  s.assume(seq >= k(1));
-  s.assume(batch >= k(1));
-  assumeTokenIds(s, seq, batch);
-  Expr id = Expr::app("ids", {i, b});
   Expr row = ite(k(128) <= id, k(0), id);
-  Expr inside = k(0) <= i && i < seq && k(0) <= b && b < batch;
   EXPECT_TRUE(s.prove("obligation", implies(inside, k(0) <= row && row < k(128)), false).proved());
   EXPECT_EQ(s.totalQueries(), 0u);
   Expr past = k(0) <= i && i <= seq && k(0) <= b && b < batch;
@@ -155,7 +150,7 @@ TEST(IntervalCases, NoRandomGoalIsProvenThatZ3Refutes) {
     ++proven;
     EXPECT_EQ(z3.check("random", !f, false).result, Result::Unsat) << "proven but not valid: " << f.str();
   }
-  std::printf("random: %u of %u proven, %u by intervals, %u Z3 queries\n", proven, tried, s.byIntervals(), s.totalQueries());
-  EXPECT_GT(s.byIntervals(), 20u) << "the random goals should reach the interval steps";
+  EXPECT_GT(s.byIntervals(), 20u) << "the random goals should reach the interval steps (" << proven << " of "
+                                  << tried << " proven)";
   EXPECT_GT(proven, 40u) << tried;
 }
