@@ -135,7 +135,7 @@ bool Expr::hasApp() const { return ast_ && hasAppIn(ast_, 0); }
 
 // Walks shared subterms once (terms are DAGs) and into quantifier bodies (a
 // value range's forall applies its function there).
-static void collectFunctions(Z3_ast a, std::set<unsigned> &seen, std::map<std::string, unsigned> &out) {
+static void collectFunctions(Z3_ast a, std::unordered_set<unsigned> &seen, std::map<std::string, unsigned> &out) {
   Z3_context c = ctx();
   if (!seen.insert(Z3_get_ast_id(c, a)).second)
     return;
@@ -154,7 +154,7 @@ static void collectFunctions(Z3_ast a, std::set<unsigned> &seen, std::map<std::s
 
 std::map<std::string, unsigned> Expr::functions() const {
   std::map<std::string, unsigned> out;
-  std::set<unsigned> seen;
+  std::unordered_set<unsigned> seen;
   if (ast_)
     collectFunctions(ast_, seen, out);
   return out;

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace shardproof::smt {
 using detail::ctx;
@@ -302,7 +303,7 @@ void Solver::assumeOnFunction(const Expr &fact, const std::string &fn, const Exp
 
 // Every application of the function `fn` in `a` (shared subterms once).
 // `quantified` is set if `a` has a quantifier (whose applications are not points).
-static void applicationsOf(Z3_ast a, const std::string &fn, std::set<unsigned> &seen, std::vector<Z3_app> &out,
+static void applicationsOf(Z3_ast a, const std::string &fn, std::unordered_set<unsigned> &seen, std::vector<Z3_app> &out,
                            bool &quantified) {
   Z3_context c = ctx();
   quantified |= Z3_get_ast_kind(c, a) == Z3_QUANTIFIER_AST;
@@ -332,7 +333,7 @@ static Expr instancesOf(const Expr &fact, const Expr &formula, const std::string
     return fact;
   unsigned bound = Z3_get_quantifier_num_bound(c, q);
   Z3_ast body = Z3_get_quantifier_body(c, q);
-  std::set<unsigned> seen;
+  std::unordered_set<unsigned> seen;
   std::vector<Z3_app> apps;
   bool quantified = false;
   applicationsOf(raw(formula), fn, seen, apps, quantified);
@@ -567,13 +568,17 @@ CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, b
   Z3_context c = ctx();
   Outcome o;
   // The goal prove() asks, by cases and the functions' ranges, before Z3.
+  // `aside`: the set-aside facts at the formula's points if already made
+  // (the goal applies the same functions at the same points).
   bool casesTried = false;
-  auto byCases = [&] {
+  auto byCases = [&](const Expr *aside) {
     if (casesTried || !proving_)
       return false;
     casesTried = true;
     const Expr &goal = *proving_;
-    if (!intervals_->provesByCases(goal, facts_, [&] { return factsFor(goal, assumptions_, factFunction_); }))
+    if (!intervals_->provesByCases(goal, facts_, [&] {
+          return aside ? *aside : factsFor(goal, assumptions_, factFunction_);
+        }))
       return false;
     r.result = Result::Unsat;
     ++st.byIntervals;
@@ -609,7 +614,7 @@ CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, b
       st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return r;
     }
-    if (byCases())
+    if (byCases(&aside))
       return r;
     Z3_model kept = nullptr;
     o = checkOn(c, I.inc, I.watchdog, formula && aside, timeoutMs, /*scoped=*/true, wantModel,
@@ -629,7 +634,7 @@ CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, b
     }
   }
   if (fresh) {
-    if (byCases())
+    if (byCases(nullptr))
       return r;
     Z3_solver s = Z3_mk_solver(c);
     Z3_solver_inc_ref(c, s);
