@@ -147,7 +147,8 @@ struct Solver::Impl {
       Z3_model_dec_ref(ctx(), witnesses.back().model);
       witnesses.pop_back();
     }
-    Witness w{m, {}, true};
+    Witness w;
+    w.model = m;
     Z3_context c = ctx();
     for (unsigned i = 0, n = Z3_model_get_num_consts(c, m); i < n; ++i) {
       Z3_func_decl d = Z3_model_get_const_decl(c, m, i);

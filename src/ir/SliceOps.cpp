@@ -157,7 +157,10 @@ llvm::Expected<OpResult> inferPad(const OpInputs &in) {
   const Shape &s = *in.shapes[0];
   const Attribute *m = in.node.attr("mode");
   std::string mode = m && m->kind == Attribute::Kind::String ? m->s : "constant";
-  int64_t kind = mode == "constant" ? PadConstant : mode == "edge" ? PadEdge : mode == "reflect" ? PadReflect : -1;
+  int64_t kind = mode == "constant" ? int64_t{PadConstant}
+                 : mode == "edge"   ? int64_t{PadEdge}
+                 : mode == "reflect" ? int64_t{PadReflect}
+                                     : -1;
   if (kind < 0)
     return unsupportedError("node " + describe(in.node) + ": Pad mode '" + mode + "' (constant, edge, reflect are supported)");
   if (in.has(3))

@@ -75,13 +75,15 @@ Term detail::finish(TermNode n) {
 }
 
 Term mkConst(double v) {
-  TermNode n{TermKind::Const};
+  TermNode n;
+  n.kind = TermKind::Const;
   n.value = v == 0 ? 0.0 : v; // one zero: -0.0 and 0.0 compare equal as reals
   return finish(std::move(n));
 }
 
 Term mkRead(ClassId c, IndexVec idx) {
-  TermNode n{TermKind::Read};
+  TermNode n;
+  n.kind = TermKind::Read;
   n.cls = c;
   for (auto &e : idx)
     e = e.simplify();
@@ -130,7 +132,8 @@ Term mkAdd(std::vector<Term> args) {
   if (keep.size() == 1)
     return keep[0];
   sortAC(keep);
-  TermNode n{TermKind::Apply};
+  TermNode n;
+  n.kind = TermKind::Apply;
   n.fn = Fn::Add;
   n.args = std::move(keep);
   return finish(std::move(n));
@@ -159,7 +162,8 @@ Term mkMul(std::vector<Term> args) {
   if (keep.size() == 1)
     return keep[0];
   sortAC(keep);
-  TermNode n{TermKind::Apply};
+  TermNode n;
+  n.kind = TermKind::Apply;
   n.fn = Fn::Mul;
   n.args = std::move(keep);
   return finish(std::move(n));
@@ -213,7 +217,8 @@ static Term mkExtremum(Fn f, std::vector<Term> args) {
   if (keep.size() == 1)
     return keep[0];
   sortAC(keep);
-  TermNode n{TermKind::Apply};
+  TermNode n;
+  n.kind = TermKind::Apply;
   n.fn = f;
   n.args = std::move(keep);
   return finish(std::move(n));
@@ -250,7 +255,8 @@ Term mkApply(Fn f, std::vector<Term> args, std::string name) {
   if (f == Fn::Exp && args.size() == 1 && args[0]->kind == TermKind::Const && std::isinf(args[0]->value) &&
       args[0]->value < 0)
     return mkConst(0);
-  TermNode n{TermKind::Apply};
+  TermNode n;
+  n.kind = TermKind::Apply;
   n.fn = f;
   n.name = std::move(name);
   n.args = std::move(args);
@@ -291,7 +297,8 @@ Term mkReduce(Fn op, int level, smt::Expr lo, smt::Expr hi, Term body) {
   // is x[:, 0], which the reference reads as such).
   if (auto width = (hi - lo).simplify().asInt(); width && *width == 1)
     return relevel(substitute(body, {boundVar(level)}, {lo}), level + 1, -1);
-  TermNode n{TermKind::Sum};
+  TermNode n;
+  n.kind = TermKind::Sum;
   n.red = op;
   n.level = level;
   n.lo = lo;
@@ -332,7 +339,8 @@ Term mkSelect(smt::Expr cond, Term thenT, Term elseT) {
     return *b ? thenT : elseT;
   if (sameTerm(thenT, elseT))
     return thenT;
-  TermNode n{TermKind::Select};
+  TermNode n;
+  n.kind = TermKind::Select;
   n.cond = cond;
   n.args = {std::move(thenT), std::move(elseT)};
   return finish(std::move(n));
