@@ -34,7 +34,8 @@
 // the same terms as renaming layer k-1's, one step at a time. Only the values
 // something outside the layer reads (the next layer, the LM end, a graph
 // output) are made with the copy; the rest when first read (ensure), which
-// the reference walk rarely does: 400,000 values of a 126-layer model.
+// the reference walk rarely does: of a 126-layer forward's 288,000 copied
+// values, 1,000 leave their layer.
 #pragma once
 
 #include "Core.h"
