@@ -354,7 +354,7 @@ bool IntervalProver::decide(const Expr &formula, const SizeFacts &sizes, const s
     neg.constant = -neg.constant - 1;
     if (auto lo = box.lower(neg); lo && *lo >= 0)
       return true;
-    if (!points.empty() || thorough) // by a multiple of another fact: i < n and n <= i
+    if (thorough) // by a multiple of another fact: i < n and n <= i
       if (provesOne(neg, facts, box))
         return true;
   }
@@ -398,25 +398,27 @@ bool IntervalProver::byCases(const Expr &formula, const SizeFacts &sizes, const 
   return true;
 }
 
-bool IntervalProver::proves(const Expr &formula, const SizeFacts &sizes) {
+bool IntervalProver::start(const Expr &formula) {
   if (!formula.isValid())
     return false;
   if (parsed_.size() > 100'000) { // before any pointer into it is taken
     parsed_.clear();
     atoms_.clear();
   }
+  return true;
+}
+
+bool IntervalProver::proves(const Expr &formula, const SizeFacts &sizes) {
+  if (!start(formula))
+    return false;
   std::vector<Expr> split;
   return decide(formula, sizes, {}, split);
 }
 
 bool IntervalProver::provesByCases(const Expr &formula, const SizeFacts &sizes,
                                    const std::function<Expr()> &pointFacts) {
-  if (!formula.isValid())
+  if (!start(formula))
     return false;
-  if (parsed_.size() > 100'000) {
-    parsed_.clear();
-    atoms_.clear();
-  }
   std::vector<Instance> points = instancesOf(pointFacts());
   unsigned leaves = kMaxLeaves;
   return byCases(formula, sizes, points, 0, leaves);

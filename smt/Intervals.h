@@ -67,6 +67,8 @@ private:
   /// contradict each other (quadratic in the facts: only before Z3).
   bool decide(const Expr &formula, const SizeFacts &sizes, const std::vector<Instance> &points,
               std::vector<Expr> &split, bool thorough = false);
+  /// A formula worth reading (valid), with the parse cache bounded.
+  bool start(const Expr &formula);
   bool byCases(const Expr &formula, const SizeFacts &sizes, const std::vector<Instance> &points, unsigned depth,
                unsigned &leaves);
   std::vector<Instance> instancesOf(const Expr &pointFacts);

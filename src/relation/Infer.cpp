@@ -75,12 +75,13 @@ std::optional<int> ReferenceWalk::unreducedInput(const Node &n) const {
 static bool readsAny(const std::vector<std::vector<ValueInfo>> &rankValues, PendingValues *pending, int r,
                      const Node &n, const std::vector<ClassId> &reads) {
   for (int id : n.inputs) {
-    if (id >= 0 && pending)
-      pending->ensure(r, id);
-    if (id < 0 || !rankValues[r][id].term)
+    if (id < 0)
+      continue;
+    const ValueInfo &v = rankValue(rankValues, pending, r, id);
+    if (!v.term)
       continue;
     std::vector<ClassId> in;
-    collectReads(rankValues[r][id].term, in);
+    collectReads(v.term, in);
     for (ClassId c : in)
       if (std::find(reads.begin(), reads.end(), c) != reads.end())
         return true;

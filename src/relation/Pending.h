@@ -3,6 +3,10 @@
 // those something outside the layer reads are made with the copy.
 #pragma once
 
+#include "Values.h"
+
+#include <vector>
+
 namespace shardproof::relation {
 
 class PendingValues {
@@ -12,5 +16,14 @@ public:
   /// reader of rank values after the world is built asks first.
   virtual void ensure(int rank, int value) = 0;
 };
+
+/// Rank `rank`'s value `value` as read after the world is built: made first
+/// if a copy left it pending (`pending` null: nothing is).
+inline const ValueInfo &rankValue(const std::vector<std::vector<ValueInfo>> &values, PendingValues *pending,
+                                  int rank, int value) {
+  if (pending)
+    pending->ensure(rank, value);
+  return values[rank][value];
+}
 
 } // namespace shardproof::relation

@@ -172,9 +172,7 @@ std::vector<spec::Placement> ReferenceWalk::sameNamePlacements(int id) {
     auto rid = core.ranks[r].find(name);
     if (!rid || core.ranks[r].values[*rid].producer < 0)
       return {};
-    if (pending)
-      pending->ensure(r, *rid);
-    const ValueInfo &rv = rankValues[r][*rid];
+    const ValueInfo &rv = rankValue(rankValues, pending, r, *rid);
     if (!rv.term || !rv.shape || rv.shape->rank() != shape.rank())
       return {};
     shapes.push_back(&*rv.shape);

@@ -35,9 +35,7 @@ llvm::Expected<std::pair<Term, Shape>> RankSides::rankTensor(const spec::RelExpr
     return userError("rank " + std::to_string(e.rank) + " has no tensor '" + e.name + "'" +
                          didYouMean(e.name, ranks[e.rank].valueNames()),
                      e.loc);
-  if (pending)
-    pending->ensure(e.rank, *id);
-  const ValueInfo &v = rankValues[e.rank][*id];
+  const ValueInfo &v = rankValue(rankValues, pending, e.rank, *id);
   if (!v.term || !v.shape)
     return unsupportedError("rank " + std::to_string(e.rank) + " tensor '" + e.name + "': " +
                             (v.unsupported.empty() ? "not known yet at this point" : v.unsupported));
@@ -191,9 +189,7 @@ RankSides::ofClaim(const std::string &name, const spec::Placement &pl) {
       return userError("rank " + std::to_string(r) + " (" + ranks[r].path + ") has no tensor '" + rn +
                            "' for spec output '" + name + "'" + didYouMean(rn, ranks[r].valueNames()),
                        pl.loc);
-    if (pending)
-      pending->ensure(r, *id);
-    const ValueInfo &v = rankValues[r][*id];
+    const ValueInfo &v = rankValue(rankValues, pending, r, *id);
     if (!v.term)
       return unsupportedError("rank " + std::to_string(r) + " tensor '" + rn + "': " +
                               (v.unsupported.empty() ? "no element map" : v.unsupported));
