@@ -140,9 +140,10 @@ struct RepeatCheck {
     int q = g.values[a].producer;
     if (q < 0 || s.layerOf(static_cast<size_t>(q)) != j + 1 || g.values[a].producerSlot != g.values[b].producerSlot)
       return false;
-    // Layer j+1 repeating layer j: the same position. Else (layer 1 against
-    // the first layer, which differs) the node of the same name in it.
-    if (s.repeats[j + 1])
+    // A wire inside the layer (j+1 == k), or layer j+1 repeating layer j: the
+    // same position, as the copy maps them. Else (layer 1 against the first
+    // layer, which differs) the node of the same name in it.
+    if (j + 1 == k || s.repeats[j + 1])
       return s.position[q] == s.position[p];
     return oneLayerUp(g.nodes[p].name, g.nodes[q].name, j);
   }

@@ -181,3 +181,26 @@ TEST(LayerStack, NamesThatOnlyStartLikeTheContainerAreNotLayers) {
   EXPECT_EQ(s.size(1), s.size(0) + 4) << "the four nodes belong to layer 1's span";
   EXPECT_FALSE(s.repeats[2]);
 }
+
+// Layer 3 names its two Neg nodes the other way round: its Add reads the Neg
+// named like the one layer 2's Add reads, but at the other position. The
+// whole-layer copy maps position to position, so by position is how the wires
+// must be compared: by name, layer 3 would pass for a repeat and the copy
+// would add the negated input where the graph adds the negated weight.
+TEST(LayerStack, AWireInsideTheLayerIsComparedByPositionNotByName) {
+  Builder b;
+  int x = b.source("x");
+  int h = x;
+  for (int k = 0; k < 4; ++k) {
+    std::string p = "/layers." + std::to_string(k) + "/";
+    int w = b.source("layers." + std::to_string(k) + ".w");
+    bool swapped = k == 3;
+    int first = b.node(p + (swapped ? "Neg_1" : "Neg"), "Neg", {h});
+    int second = b.node(p + (swapped ? "Neg" : "Neg_1"), "Neg", {w});
+    h = b.node(p + "Add", "Add", {swapped ? second : first, h});
+  }
+  LayerStack s = findLayerStack(b.g);
+  ASSERT_EQ(s.layers(), 4);
+  EXPECT_TRUE(s.repeats[2]);
+  EXPECT_FALSE(s.repeats[3]) << "layer 3's Add reads position 1, layer 2's position 0";
+}
