@@ -517,6 +517,15 @@ CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, b
       ++st.error;
       return r;
     }
+  // An answer given under these assumptions (assume() clears the cache) passed
+  // the degree check below: the walk over the formula is not repeated for it.
+  if (memo_)
+    if (auto it = cache_.find(formula.id());
+        it != cache_.end() && it->second.formula.same(formula) && (it->second.hasModel || !wantModel)) {
+      ++st.cached;
+      ++cacheHits_;
+      return it->second.result;
+    }
   // Z3 4.8 does not answer its interrupt while it expands a polynomial of a
   // high degree (n^64 ran past every timeout and budget): such a query is
   // not asked. No size arithmetic of a real model comes near this degree.
@@ -527,13 +536,6 @@ CheckResult Solver::runUncounted(const std::string &name, const Expr &formula, b
     ++st.unknown;
     return r;
   }
-  if (memo_)
-    if (auto it = cache_.find(formula.id());
-        it != cache_.end() && it->second.formula.same(formula) && (it->second.hasModel || !wantModel)) {
-      ++st.cached;
-      ++cacheHits_;
-      return it->second.result;
-    }
   dump(name, formula);
   auto t0 = std::chrono::steady_clock::now();
   // The per-query timeout, cut down to what the total budget has left.

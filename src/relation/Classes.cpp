@@ -11,18 +11,19 @@ namespace shardproof::relation {
 void ClassTable::addPieces(ClassId id, const Term &t, const smt::Expr &cond) {
   if (t->kind == ir::TermKind::Select) {
     // Every layer's classes have the same masks: simplified once.
-    uint64_t key = (static_cast<uint64_t>(cond.id()) << 32) | t->cond.id();
-    auto it = regions_.find(key);
+    uint64_t at = key((static_cast<uint64_t>(cond.id()) << 32) | t->cond.id());
+    auto it = regions_.find(at);
     if (it == regions_.end() || !it->second.cond.same(cond) || !it->second.mask.same(t->cond)) {
       Region r{cond, t->cond, (cond && t->cond).simplify(), (cond && !t->cond).simplify()};
-      it = regions_.insert_or_assign(key, std::move(r)).first;
+      it = regions_.try_emplace(at).first;
+      it->second = std::move(r);
     }
     smt::Expr in = it->second.in, out = it->second.out;
     addPieces(id, t->args[0], in);
     addPieces(id, t->args[1], out);
     return;
   }
-  bySkeleton_[t->skeleton].push_back({id, cond, t});
+  bySkeleton(t->skeleton).push_back({id, cond, t});
 }
 
 // --- Finiteness --------------------------------------------------------------
@@ -141,7 +142,7 @@ ClassId ClassTable::add(ClassInfo info) {
     addPieces(id, info.def, smt::Expr::boolConst(true));
     // The whole Select as well: a reference term with the same mask is one read.
     if (info.def->kind == ir::TermKind::Select)
-      bySkeleton_[info.def->skeleton].push_back({id, smt::Expr::boolConst(true), info.def});
+      bySkeleton(info.def->skeleton).push_back({id, smt::Expr::boolConst(true), info.def});
   }
   classes_.push_back(std::move(info));
   return id;
@@ -159,12 +160,12 @@ ClassId ClassTable::intern(ClassInfo info, bool &created) {
 ClassId ClassTable::addNew(ClassInfo info) {
   size_t h = info.def->hash;
   ClassId id = add(std::move(info));
-  byHash_[h].push_back(id);
+  byHash_[key(h)].push_back(id);
   return id;
 }
 
 std::optional<ClassId> ClassTable::find(const Term &def, const ir::Shape &shape) const {
-  auto it = byHash_.find(def->hash);
+  auto it = byHash_.find(key(def->hash));
   if (it == byHash_.end())
     return std::nullopt;
   for (ClassId c : it->second)
@@ -180,9 +181,16 @@ std::vector<ClassId> ClassTable::Recording::consulted() const {
   return out;
 }
 
+std::vector<ClassTable::Piece> &ClassTable::bySkeleton(size_t skeleton) {
+  auto [it, fresh] = skeletonAt_.try_emplace(key(skeleton), static_cast<unsigned>(skeletons_.size()));
+  if (fresh)
+    skeletons_.emplace_back();
+  return skeletons_[it->second];
+}
+
 const std::vector<ClassTable::Piece> &ClassTable::withSkeleton(size_t skeleton) const {
-  auto it = bySkeleton_.find(skeleton);
-  return it == bySkeleton_.end() ? none_ : it->second;
+  auto it = skeletonAt_.find(key(skeleton));
+  return it == skeletonAt_.end() ? none_ : skeletons_[it->second];
 }
 
 ClassId ClassTable::constant(const std::string &label, const std::vector<int64_t> &dims,
@@ -192,7 +200,7 @@ ClassId ClassTable::constant(const std::string &label, const std::vector<int64_t
     h = h * 31 + std::hash<int64_t>()(d);
   for (auto v : data)
     h = h * 131 + std::hash<double>()(v);
-  for (ClassId c : byContent_[h])
+  for (ClassId c : byContent_[key(h)])
     if (classes_[c].dataDims == dims && classes_[c].data == data)
       return c;
   ClassInfo info;
@@ -203,7 +211,7 @@ ClassId ClassTable::constant(const std::string &label, const std::vector<int64_t
   info.data = data;
   info.dataDims = dims;
   ClassId id = add(std::move(info));
-  byContent_[h].push_back(id);
+  byContent_[key(h)].push_back(id);
   return id;
 }
 

@@ -6,6 +6,9 @@
 #include "shardproof/ir/Graph.h"
 #include "shardproof/ir/Term.h"
 
+#include <llvm/ADT/DenseMap.h>
+
+#include <deque>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -194,11 +197,28 @@ private:
   struct Region {
     smt::Expr cond, mask, in, out;
   };
-  std::unordered_map<uint64_t, Region> regions_;
+  /// Keys that are hashes already (of terms, of contents, of two ids): one
+  /// more mix for the buckets, the two values DenseMap reserves moved aside
+  /// by key() (every index's hits are compared in full).
+  struct HashKey {
+    static uint64_t getEmptyKey() { return ~0ULL; }
+    static uint64_t getTombstoneKey() { return ~0ULL - 1; }
+    static unsigned getHashValue(uint64_t k) {
+      return static_cast<unsigned>(((k ^ (k >> 31)) * 0x9E3779B97F4A7C15ULL) >> 32);
+    }
+    static bool isEqual(uint64_t a, uint64_t b) { return a == b; }
+  };
+  static uint64_t key(uint64_t h) { return h >= ~0ULL - 1 ? h - 2 : h; }
+  template <class V> using HashIndex = llvm::DenseMap<uint64_t, V, HashKey>;
+  HashIndex<Region> regions_;
   std::vector<ClassInfo> classes_;
-  std::unordered_map<size_t, std::vector<ClassId>> byHash_;
-  std::unordered_map<size_t, std::vector<Piece>> bySkeleton_;
-  std::unordered_map<size_t, std::vector<ClassId>> byContent_;
+  HashIndex<std::vector<ClassId>> byHash_;
+  /// withSkeleton hands out references: the lists sit in a deque, which
+  /// never moves them, and the map holds their places.
+  HashIndex<unsigned> skeletonAt_;
+  std::deque<std::vector<Piece>> skeletons_;
+  std::vector<Piece> &bySkeleton(size_t skeleton);
+  HashIndex<std::vector<ClassId>> byContent_;
   std::vector<Piece> none_;
   mutable unsigned recording_ = 0;
   mutable bool poisoned_ = false;
