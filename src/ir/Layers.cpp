@@ -108,9 +108,11 @@ namespace {
 
 // Layer k against layer k-1: see Layers.h for what must correspond.
 struct RepeatCheck {
-  RepeatCheck(const Graph &g, const LayerStack &s, int k) : g(g), s(s), k(k) {}
+  RepeatCheck(const Graph &g, const LayerStack &s, const std::vector<char> &constant, int k)
+      : g(g), s(s), constant(constant), k(k) {}
   const Graph &g;
   const LayerStack &s;
+  const std::vector<char> &constant; // per node: isConstantNode, asked once
   int k;
   llvm::DenseMap<int, int> sourceTo, sourceFrom;
   llvm::DenseSet<int> seen;
@@ -130,9 +132,9 @@ struct RepeatCheck {
       auto [from, freshFrom] = sourceFrom.try_emplace(a, b);
       return to->second == a && from->second == b && a != b;
     }
-    if (s.position[p] < 0 && isConstantNode(g.nodes[p])) { // a body node is never one
+    if (s.position[p] < 0 && constant[p]) { // a body node is never one
       int q = g.values[a].producer;
-      return q >= 0 && isConstantNode(g.nodes[q]) && sameNode(g.nodes[p], g.nodes[q]);
+      return q >= 0 && constant[q] && sameNode(g.nodes[p], g.nodes[q]);
     }
     int j = s.layerOf(static_cast<size_t>(p));
     if (j < 0 || j + 1 >= s.layers() || (a == b && j + 1 < k))
@@ -184,9 +186,12 @@ LayerStack findLayerStack(const Graph &g) {
   int last = -1;
   size_t lastNode = 0;
   std::string_view first;
+  std::vector<char> constant(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    constant[i] = isConstantNode(g.nodes[i]);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     std::string_view prefix;
-    int k = isConstantNode(g.nodes[i]) ? -1
+    int k = constant[i] ? -1
             : first.empty()            ? numberIn(g.nodes[i].name, &prefix)
                                        : numberAfter(g.nodes[i].name, first);
     if (k < 0)
@@ -211,7 +216,7 @@ LayerStack findLayerStack(const Graph &g) {
   s.position.assign(g.nodes.size(), -1);
   for (int k = 0; k < s.layers(); ++k)
     for (size_t i = s.begin[k]; i < s.begin[k + 1]; ++i)
-      if (!isConstantNode(g.nodes[i])) {
+      if (!constant[i]) {
         s.position[i] = static_cast<int>(s.body[k].size());
         s.body[k].push_back(i);
       } else {
@@ -220,7 +225,7 @@ LayerStack findLayerStack(const Graph &g) {
   s.repeats.assign(s.begin.size() - 1, false);
   s.outsideInputs.resize(s.layers());
   for (int k = 2; k < s.layers(); ++k) {
-    RepeatCheck check{g, s, k};
+    RepeatCheck check{g, s, constant, k};
     s.repeats[k] = check.run();
     if (s.repeats[k])
       s.outsideInputs[k] = std::move(check.outside);

@@ -89,6 +89,9 @@ public:
     return classes_[c];
   }
   size_t size() const { return classes_.size(); }
+  /// Room for `n` classes in all (a layer copy knows how many its layers add:
+  /// the table's growth moved every class three hundred bytes at a time).
+  void reserve(size_t n) { classes_.reserve(n); }
   /// An access that is not recorded: for the memo's own validation.
   const ClassInfo &peek(ClassId c) const { return classes_[c]; }
 

@@ -258,6 +258,8 @@ bool LayerCopy::copy(int k) {
     if (counterpart(m.rank, k, m.value) < 0)
       return false;
   // Decided: layer k is layer k-1 renamed. The images, as internValue makes them.
+  if (copied_ == 0) // the layers above will add about as many each
+    classes.reserve(classes.size() + images.size() * static_cast<size_t>(layers - k + 1));
   for (const Image &im : images) {
     const ClassInfo &from = classes.peek(im.from);
     const Graph &g = core.ranks[im.rank];

@@ -36,21 +36,13 @@ constexpr unsigned kProposalSteps = 8;
 // the ranks' all-reduced gradient within two).
 constexpr unsigned kQuickSteps = 2;
 
-// Term steps of one numeric probe, and the walk-wide pool probes draw on past
-// them, per reference node. Class elements are kept between probes, so the
-// pool pays once for evaluating what the proposals read at the smallest sizes,
-// which grows with the depth: a fixed per-probe budget gave up on the LM
-// end's tensors of a 4-layer TP8 step, whose proposals then spent 12 s
-// unfolding to no match (the numbers, 0.6 s, tell them apart).
+// Term steps of one numeric probe. Class elements are kept between probes.
+// Past them the shallow probe decides, whose cost does not grow with the
+// depth. A walk-wide pool of up to 2 M more steps (from before the shallow
+// probe) was spent in full on the first LM-end tensor of the 126-layer
+// forward and on nothing any probe then decided (80 ms of its 0.5 s of
+// inference); without it every example and bench case decides alike.
 constexpr uint64_t kProbeSteps = 200'000;
-constexpr uint64_t kProbePoolPerNode = 5'000;
-// At most this pool (about 0.3 s): past it, a probe that evaluates the layers
-// below is cut short and the shallow probe decides (whose cost does not grow
-// with the depth). At the bench's widths even a one-layer TP8 step's LM end
-// needs more than 10 M steps to evaluate exactly: a pool of 10 M was spent in
-// full at every depth (2.7 s of the 126-layer step) before the shallow probe
-// decided as it would have anyway.
-constexpr uint64_t kProbePoolMax = 2'000'000;
 
 // Class definitions below either side that the shallow probe evaluates
 // exactly (the LM end's picked logits: the logits, the final norm, the last
@@ -258,16 +250,10 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
   if (!use.fullGaveUp) {
     if (!probe)
       probe = std::make_unique<Replayer>(core.classes, sizes);
-    if (!probePool)
-      probePool = std::min(kProbePoolPerNode * core.ref.nodes.size(), kProbePoolMax);
     Replayer &rp = *probe;
-    const uint64_t given = kProbeSteps + *probePool;
-    rp.newProbe(given);
+    rp.newProbe(kProbeSteps);
     ++core.result.stats.probes;
     Numbers n = differAt(rp, a, b, points);
-    uint64_t used = given - rp.budgetLeft();
-    if (used > kProbeSteps)
-      *probePool -= std::min(*probePool, used - kProbeSteps);
     if (n != Numbers::Incomplete)
       return n == Numbers::Differ;
     use.fullGaveUp = true;

@@ -65,9 +65,6 @@ private:
   /// are evaluated once, not once per proposal (each reaches back to the
   /// inputs, so per-proposal evaluation grew with the layers squared).
   std::unique_ptr<Replayer> probe;
-  /// Steps the walk's probes may take past their own (ReferenceWalk::probe
-  /// in Propose.cpp); set on the first probe from the reference graph's size.
-  std::optional<uint64_t> probePool;
   /// The shallow probes' replayer (Propose.cpp), shared by neighbouring
   /// tensors while their cuts agree: the LM end's tensors all read the same
   /// logits, which cost 0.4 s to evaluate at the bench's widths.
