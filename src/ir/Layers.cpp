@@ -108,11 +108,15 @@ namespace {
 
 // Layer k against layer k-1: see Layers.h for what must correspond.
 struct RepeatCheck {
-  RepeatCheck(const Graph &g, const LayerStack &s, const std::vector<char> &constant, int k)
-      : g(g), s(s), constant(constant), k(k) {}
+  RepeatCheck(const Graph &g, const LayerStack &s, const std::vector<char> &constant,
+              const std::vector<std::pair<int, int>> &producer, int k)
+      : g(g), s(s), constant(constant), producer(producer), k(k) {}
   const Graph &g;
   const LayerStack &s;
   const std::vector<char> &constant; // per node: isConstantNode, asked once
+  // Per value: producer and slot, packed (a Value is a cache line or two,
+  // and these are read at random, twice per input of every layer's node).
+  const std::vector<std::pair<int, int>> &producer;
   int k;
   llvm::DenseMap<int, int> sourceTo, sourceFrom;
   llvm::DenseSet<int> seen;
@@ -122,9 +126,9 @@ struct RepeatCheck {
   bool corresponds(int b, int a) {
     if (b < 0 || a < 0)
       return a == b;
-    int p = g.values[b].producer;
+    int p = producer[b].first;
     if (p < 0) {
-      if (!g.isSource(a))
+      if (producer[a].first >= 0)
         return false;
       if (a == b)
         return !sourceTo.count(b) && !sourceFrom.count(a);
@@ -133,14 +137,14 @@ struct RepeatCheck {
       return to->second == a && from->second == b && a != b;
     }
     if (s.position[p] < 0 && constant[p]) { // a body node is never one
-      int q = g.values[a].producer;
+      int q = producer[a].first;
       return q >= 0 && constant[q] && sameNode(g.nodes[p], g.nodes[q]);
     }
     int j = s.layerOf(static_cast<size_t>(p));
     if (j < 0 || j + 1 >= s.layers() || (a == b && j + 1 < k))
       return a == b; // made by the stem, or by a layer below for all above it (a rotary table): shared
-    int q = g.values[a].producer;
-    if (q < 0 || s.layerOf(static_cast<size_t>(q)) != j + 1 || g.values[a].producerSlot != g.values[b].producerSlot)
+    int q = producer[a].first;
+    if (q < 0 || s.layerOf(static_cast<size_t>(q)) != j + 1 || producer[a].second != producer[b].second)
       return false;
     // A wire inside the layer (j+1 == k), or layer j+1 repeating layer j: the
     // same position, as the copy maps them. Else (layer 1 against the first
@@ -169,7 +173,7 @@ struct RepeatCheck {
       for (size_t i = 0; i < nb.inputs.size(); ++i) {
         if (!corresponds(nb.inputs[i], na.inputs[i]))
           return false;
-        int b = nb.inputs[i], p = b < 0 ? -1 : g.values[b].producer;
+        int b = nb.inputs[i], p = b < 0 ? -1 : producer[b].first;
         bool inside = p >= 0 && s.position[p] >= 0 && s.layerOf(static_cast<size_t>(p)) == k - 1;
         if (b >= 0 && !inside && seen.insert(b).second)
           outside.push_back({b, na.inputs[i]});
@@ -223,9 +227,12 @@ LayerStack findLayerStack(const Graph &g) {
         s.constants[k].push_back(i);
       }
   s.repeats.assign(s.begin.size() - 1, false);
+  std::vector<std::pair<int, int>> producer(g.values.size());
+  for (size_t v = 0; v < g.values.size(); ++v)
+    producer[v] = {g.values[v].producer, g.values[v].producerSlot};
   s.outsideInputs.resize(s.layers());
   for (int k = 2; k < s.layers(); ++k) {
-    RepeatCheck check{g, s, constant, k};
+    RepeatCheck check{g, s, constant, producer, k};
     s.repeats[k] = check.run();
     if (s.repeats[k])
       s.outsideInputs[k] = std::move(check.outside);

@@ -76,16 +76,19 @@ LayerCopy::LayerCopy(CheckCore &core, NodeEvaluator &nodes, std::vector<std::vec
     const LayerStack &s = stacks[r];
     std::vector<char> &out = readOutside_.emplace_back(g.values.size(), 0);
     pending_.emplace_back(g.values.size(), -1);
-    std::vector<int> bodyOf(g.nodes.size(), -1); // the layer whose body holds the node
+    // The layer whose body holds the node, and the one that made the value
+    // (values are read at random below: a Value is far larger than an int).
+    std::vector<int> bodyOf(g.nodes.size(), -1), madeIn(g.values.size(), -1);
     for (int k = 0; k < layers; ++k)
-      for (size_t n : s.body[k])
+      for (size_t n : s.body[k]) {
         bodyOf[n] = k;
-    for (size_t n = 0; n < g.nodes.size(); ++n)
-      for (int v : g.nodes[n].inputs) {
-        int p = v < 0 ? -1 : g.values[v].producer;
-        if (p >= 0 && bodyOf[p] >= 0 && bodyOf[p] != bodyOf[n])
-          out[v] = 1;
+        for (int o : g.nodes[n].outputs)
+          madeIn[o] = k;
       }
+    for (size_t n = 0; n < g.nodes.size(); ++n)
+      for (int v : g.nodes[n].inputs)
+        if (v >= 0 && madeIn[v] >= 0 && madeIn[v] != bodyOf[n])
+          out[v] = 1;
     for (int v : g.outputs)
       out[v] = 1;
   }

@@ -46,6 +46,7 @@
 #include "shardproof/ir/Layers.h"
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -176,7 +177,16 @@ private:
     size_t rows = 0, rowsEnd = 0, failures = 0, outputs = 0, raised = 0, classes = 0;
     unsigned matches = 0;
     bool valid = true;
+    /// A copied window's row texts as templates (shared by every copy) and
+    /// the classes that fill them, by row - rows; empty for a walked one.
+    struct RowText {
+      std::shared_ptr<const std::string> text;
+      std::vector<ClassId> classes;
+    };
+    std::vector<std::optional<RowText>> texts;
   };
+  std::optional<std::string> copiedText(const Window &w, size_t row, const Term &from, const Renaming &sigma,
+                                        std::vector<std::optional<Window::RowText>> &texts, size_t at);
   void open(int layer);
   void close();
   bool clean(const Window &w) const;

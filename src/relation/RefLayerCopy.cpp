@@ -1,8 +1,10 @@
 // Whole-layer reuse in the reference walk (LayerCopy.h): reference layer k is
 // layer k-1's walk renamed when the conditions there hold.
 #include "LayerCopy.h"
+#include "Render.h"
 
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -123,6 +125,7 @@ llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
     if (auto id = g.find(core.result.rows[i].tensor))
       rowOf[*id] = i;
   size_t firstRow = core.result.rows.size();
+  std::vector<std::optional<Window::RowText>> texts;
   for (size_t n = stack.begin[k]; n < stack.begin[k + 1]; ++n) {
     const Node &na = g.nodes[n];
     if (stack.position[n] < 0) {
@@ -143,8 +146,10 @@ llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
         row.tensor = g.values[na.outputs[j]].name;
         row.node = na.name;
         row.module = na.modulePath();
-        if (va.term)
-          row.relation = core.render(va.term);
+        if (va.term) {
+          auto text = copiedText(w, from->second, vb.term, sigma, texts, core.result.rows.size() - firstRow);
+          row.relation = text ? std::move(*text) : core.render(va.term);
+        }
         core.result.rows.push_back(std::move(row));
         ++core.result.stats.relations;
       }
@@ -160,9 +165,41 @@ llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
   nw.rows = firstRow;
   nw.rowsEnd = core.result.rows.size();
   nw.matches = w.matches;
+  nw.texts = std::move(texts);
   ++copied_;
   done_ = std::move(nw);
   return true;
+}
+
+// Row `row` of window `w` (its tensor's term `from`) as the copy's text:
+// its template filled with the renamed classes, recorded at `at` of `texts`
+// for the next copy. A walked window's rows are made templates here once.
+// nullopt (the caller renders) when sigma merges two of the classes or an
+// image's facts differ: the rendering may then differ too.
+std::optional<std::string> ReferenceLayerCopy::copiedText(const Window &w, size_t row, const Term &from,
+                                                          const Renaming &sigma,
+                                                          std::vector<std::optional<Window::RowText>> &texts,
+                                                          size_t at) {
+  Window::RowText source;
+  if (size_t i = row - w.rows; i < w.texts.size() && w.texts[i]) {
+    source = *w.texts[i];
+  } else {
+    RenderTemplate t = renderTemplate(core.classes, from);
+    source = {std::make_shared<const std::string>(std::move(t.text)), std::move(t.classes)};
+  }
+  Window::RowText out{source.text, {}};
+  llvm::SmallDenseSet<ClassId, 16> images;
+  for (ClassId c : source.classes) {
+    ClassId to = sigma(c);
+    if (!images.insert(to).second || !sameClassFacts(core.classes.peek(c), core.classes.peek(to)))
+      return std::nullopt;
+    out.classes.push_back(to);
+  }
+  std::string text = fillTemplate(*out.text, out.classes, core.classes);
+  if (texts.size() <= at)
+    texts.resize(at + 1);
+  texts[at] = std::move(out);
+  return text;
 }
 
 } // namespace shardproof::relation

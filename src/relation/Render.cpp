@@ -292,4 +292,21 @@ std::string renderTerm(const ClassTable &classes, NodeMemo &memo, bool useMemo, 
   return fill(text, key.classes(), classes);
 }
 
+RenderTemplate renderTemplate(const ClassTable &classes, const Term &t) {
+  RenderTemplate out;
+  llvm::DenseMap<ClassId, unsigned> local;
+  Namer placeholder = [&](ClassId c) {
+    auto [it, fresh] = local.try_emplace(c, static_cast<unsigned>(out.classes.size()));
+    if (fresh)
+      out.classes.push_back(c);
+    return "\x01" + std::to_string(it->second) + "\x02";
+  };
+  out.text = renderWith(classes, placeholder, t);
+  return out;
+}
+
+std::string fillTemplate(const std::string &text, const std::vector<ClassId> &classes, const ClassTable &table) {
+  return fill(text, classes, table);
+}
+
 } // namespace shardproof::relation

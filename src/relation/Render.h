@@ -5,6 +5,7 @@
 #include "NodeMemo.h"
 
 #include <string>
+#include <vector>
 
 namespace shardproof::relation {
 
@@ -12,5 +13,17 @@ namespace shardproof::relation {
 /// one, else the raw term; memoized in `memo` (layers equal up to names) when
 /// `useMemo`.
 std::string renderTerm(const ClassTable &classes, NodeMemo &memo, bool useMemo, const ir::Term &t);
+
+/// A rendering of a term with its classes as placeholders, and those classes
+/// in order: the same text filled with other classes (a layer copy's renamed
+/// ones) is the rendering of the term that reads them in their place, as the
+/// memoized renderings above rely on.
+struct RenderTemplate {
+  std::string text;
+  std::vector<ClassId> classes;
+};
+RenderTemplate renderTemplate(const ClassTable &classes, const ir::Term &t);
+/// `t`'s text with its placeholders naming `classes` (as many as t.classes).
+std::string fillTemplate(const std::string &text, const std::vector<ClassId> &classes, const ClassTable &table);
 
 } // namespace shardproof::relation

@@ -118,6 +118,18 @@ TEST_F(Generated, FiveIdenticalLayersAreCopiedWholeAndStillVerified) {
       << fresh.out;
 }
 
+// A copied layer's rows are not rendered again: the first copy's templates
+// (class names as placeholders) are filled with each copy's renamed classes.
+// The table must read as the one a walk of every layer prints, row for row.
+TEST_F(Generated, ACopiedLayersRelationsReadAsAWalkOfItWouldPrintThem) {
+  std::string spec = generate("llama --preset tiny --layers 5 --world 2 --sp --no-embed");
+  auto copied = runShardproof("check " + spec);
+  auto walked = runShardproof("check --no-memo " + spec);
+  EXPECT_EQ(copied.exitCode, 0) << copied.out;
+  EXPECT_NE(copied.out.find("concat(/layers.4/mlp/up_proj/MatMul_output_0@0"), std::string::npos) << copied.out;
+  EXPECT_EQ(copied.out, walked.out);
+}
+
 // A missing all-reduce in layer 3 of 5: layer 3 is no longer layer 2 again, so
 // it is evaluated node by node and refuted there; only layer 2 is copied (and
 // layer 4 is not layer 3 again).
