@@ -3,9 +3,16 @@
 
 #include "shardproof/smt/Expr.h"
 
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
+
 #include <z3.h>
 
 namespace shardproof::smt::detail {
+/// Ids of the ASTs a formula walk has seen (ids are small and dense, walks
+/// short: inline buckets, no node per insert as std::unordered_set has).
+using AstIdSet = llvm::SmallDenseSet<unsigned, 32>;
+template <class V> using AstIdMap = llvm::SmallDenseMap<unsigned, V, 32>;
 Z3_context ctx();
 Z3_sort intSort();
 Z3_sort boolSort();

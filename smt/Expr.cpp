@@ -135,7 +135,7 @@ bool Expr::hasApp() const { return ast_ && hasAppIn(ast_, 0); }
 
 // Walks shared subterms once (terms are DAGs) and into quantifier bodies (a
 // value range's forall applies its function there).
-static void collectFunctions(Z3_ast a, std::unordered_set<unsigned> &seen, std::map<std::string, unsigned> &out) {
+static void collectFunctions(Z3_ast a, detail::AstIdSet &seen, std::map<std::string, unsigned> &out) {
   Z3_context c = ctx();
   if (!seen.insert(Z3_get_ast_id(c, a)).second)
     return;
@@ -154,13 +154,13 @@ static void collectFunctions(Z3_ast a, std::unordered_set<unsigned> &seen, std::
 
 std::map<std::string, unsigned> Expr::functions() const {
   std::map<std::string, unsigned> out;
-  std::unordered_set<unsigned> seen;
+  detail::AstIdSet seen;
   if (ast_)
     collectFunctions(ast_, seen, out);
   return out;
 }
 
-static unsigned degreeOf(Z3_ast a, std::unordered_map<unsigned, unsigned> &memo) {
+static unsigned degreeOf(Z3_ast a, detail::AstIdMap<unsigned> &memo) {
   constexpr unsigned kCap = 1000;
   Z3_context c = ctx();
   if (Z3_get_ast_kind(c, a) != Z3_APP_AST)
@@ -193,7 +193,7 @@ static unsigned degreeOf(Z3_ast a, std::unordered_map<unsigned, unsigned> &memo)
 }
 
 unsigned Expr::degree() const {
-  std::unordered_map<unsigned, unsigned> memo;
+  detail::AstIdMap<unsigned> memo;
   return ast_ ? degreeOf(ast_, memo) : 0;
 }
 
@@ -283,7 +283,7 @@ std::vector<std::string> Expr::vars() const {
 
 // By the name's symbol (Z3 interns symbols), stopping at the first hit: no
 // set of every name (the world build asks this of each class definition, per axis).
-static bool mentionsSymbol(Z3_ast a, Z3_symbol name, std::unordered_set<unsigned> &seen) {
+static bool mentionsSymbol(Z3_ast a, Z3_symbol name, detail::AstIdSet &seen) {
   if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
     return false;
   if (isNamedConst(a))
@@ -301,14 +301,14 @@ static bool mentionsSymbol(Z3_ast a, Z3_symbol name, std::unordered_set<unsigned
 bool Expr::mentions(const std::string &var) const {
   if (!ast_)
     return false;
-  std::unordered_set<unsigned> seen;
+  detail::AstIdSet seen;
   return mentionsSymbol(ast_, Z3_mk_string_symbol(ctx(), var.c_str()), seen);
 }
 
 // Does `name` occur in an argument of an uninterpreted function application
 // under `a`?
-static bool readsWithSymbol(Z3_ast a, Z3_symbol name, std::unordered_set<unsigned> &seen,
-                            std::unordered_set<unsigned> &inArgs) {
+static bool readsWithSymbol(Z3_ast a, Z3_symbol name, detail::AstIdSet &seen,
+                            detail::AstIdSet &inArgs) {
   if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || isNamedConst(a))
     return false;
   Z3_app app = Z3_to_app(ctx(), a);
@@ -327,7 +327,7 @@ static bool readsWithSymbol(Z3_ast a, Z3_symbol name, std::unordered_set<unsigne
 bool Expr::mentionsInApplication(const std::string &var) const {
   if (!ast_)
     return false;
-  std::unordered_set<unsigned> seen, inArgs;
+  detail::AstIdSet seen, inArgs;
   return readsWithSymbol(ast_, Z3_mk_string_symbol(ctx(), var.c_str()), seen, inArgs);
 }
 

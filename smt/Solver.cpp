@@ -304,7 +304,7 @@ void Solver::assumeOnFunction(const Expr &fact, const std::string &fn, const Exp
 
 // Every application of the function `fn` in `a` (shared subterms once).
 // `quantified` is set if `a` has a quantifier (whose applications are not points).
-static void applicationsOf(Z3_ast a, const std::string &fn, std::unordered_set<unsigned> &seen, std::vector<Z3_app> &out,
+static void applicationsOf(Z3_ast a, const std::string &fn, detail::AstIdSet &seen, std::vector<Z3_app> &out,
                            bool &quantified) {
   Z3_context c = ctx();
   quantified |= Z3_get_ast_kind(c, a) == Z3_QUANTIFIER_AST;
@@ -334,7 +334,7 @@ static Expr instancesOf(const Expr &fact, const Expr &formula, const std::string
     return fact;
   unsigned bound = Z3_get_quantifier_num_bound(c, q);
   Z3_ast body = Z3_get_quantifier_body(c, q);
-  std::unordered_set<unsigned> seen;
+  detail::AstIdSet seen;
   std::vector<Z3_app> apps;
   bool quantified = false;
   applicationsOf(raw(formula), fn, seen, apps, quantified);

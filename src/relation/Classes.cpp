@@ -132,11 +132,15 @@ static Finiteness finitenessOf(const ClassTable &table, const ClassInfo &ci) {
 }
 
 ClassId ClassTable::add(ClassInfo info) {
+  info.finite = finitenessOf(*this, info);
+  return addWithFacts(std::move(info));
+}
+
+ClassId ClassTable::addWithFacts(ClassInfo info) {
   // A class made inside a recorded computation is known to it by construction,
   // not through a recorded access: its result cannot be replayed by renaming.
   if (recording_)
     poisoned_ = true;
-  info.finite = finitenessOf(*this, info);
   ClassId id = static_cast<ClassId>(classes_.size());
   if (info.kind == ClassInfo::Compute && info.def) {
     addPieces(id, info.def, smt::Expr::boolConst(true));
@@ -160,6 +164,13 @@ ClassId ClassTable::intern(ClassInfo info, bool &created) {
 ClassId ClassTable::addNew(ClassInfo info) {
   size_t h = info.def->hash;
   ClassId id = add(std::move(info));
+  byHash_[key(h)].push_back(id);
+  return id;
+}
+
+ClassId ClassTable::addImage(ClassInfo info) {
+  size_t h = info.def->hash;
+  ClassId id = addWithFacts(std::move(info));
   byHash_[key(h)].push_back(id);
   return id;
 }

@@ -33,7 +33,6 @@ struct ClassInfo {
   Term def;           // Compute: element at pattern indices u!0.., over other classes
   int rank = -1;      // -1: shared by every rank (replicated leaf, collective output)
   std::string node;   // producing node on its first rank ("" for leaves)
-  std::string module;
   /// The rank values interned as this class (value ids in their rank's
   /// graph): a million in a 126-layer step, so ids, not text.
   struct Member {
@@ -176,6 +175,9 @@ public:
   /// A computed class find() does not know yet (the caller just asked it):
   /// added and registered for find, without looking it up again.
   ClassId addNew(ClassInfo info);
+  /// addNew for a class whose `finite` the caller set: a layer copy's image,
+  /// whose definition is its class's renamed to classes of the same facts.
+  ClassId addImage(ClassInfo info);
   /// One region of a class definition: where `cond` holds (over u!0..), the
   /// element is `leaf`. A definition without a top-level Select is one piece.
   struct Piece {
@@ -196,6 +198,7 @@ private:
   /// Registers every leaf of the Select tree of a definition as a matchable
   /// piece: a masked tensor (causal mask, padding) is matched region by region.
   void addPieces(ClassId id, const Term &t, const smt::Expr &cond);
+  ClassId addWithFacts(ClassInfo info);
   /// A region `cond` split by a Select's mask, simplified (keyed by both ids).
   struct Region {
     smt::Expr cond, mask, in, out;

@@ -62,7 +62,6 @@ static void internValue(RankWorld &S, int r, const Node &n, int out, bool evenIf
     ci.shape = *v.shape;
     ci.rank = r;
     ci.node = n.name;
-    ci.module = n.modulePath();
     ci.label = S.ranks[r].values[out].name + "@" + std::to_string(r);
     c = S.classes.addNew(std::move(ci));
   }
