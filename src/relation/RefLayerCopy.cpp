@@ -4,7 +4,6 @@
 #include "Render.h"
 
 #include <llvm/ADT/DenseMap.h>
-#include <llvm/ADT/DenseSet.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -142,11 +141,13 @@ llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
       if (vb.term)
         va.term = sigma.apply(vb.term);
       if (auto from = rowOf.find(nb.outputs[j]); from != rowOf.end()) {
-        RelationRow row = core.result.rows[from->second];
-        row.tensor = g.values[na.outputs[j]].name;
-        row.node = na.name;
-        row.module = na.modulePath();
-        if (va.term) {
+        // Field by field (the source's relation text is not copied to be
+        // replaced): a field added to RelationRow is a warning here.
+        const RelationRow &source = core.result.rows[from->second];
+        RelationRow row{g.values[na.outputs[j]].name, na.name, source.op, na.modulePath(), {}, source.status};
+        if (!va.term) {
+          row.relation = source.relation;
+        } else {
           auto text = copiedText(w, from->second, vb.term, sigma, texts, core.result.rows.size() - firstRow);
           row.relation = text ? std::move(*text) : core.render(va.term);
         }
@@ -188,10 +189,10 @@ std::optional<std::string> ReferenceLayerCopy::copiedText(const Window &w, size_
     source = {std::make_shared<const std::string>(std::move(t.text)), std::move(t.classes)};
   }
   Window::RowText out{source.text, {}};
-  llvm::SmallDenseSet<ClassId, 16> images;
   for (ClassId c : source.classes) {
-    ClassId to = sigma(c);
-    if (!images.insert(to).second || !sameClassFacts(core.classes.peek(c), core.classes.peek(to)))
+    ClassId to = sigma(c); // a row reads a handful of classes: a linear search for a merged pair
+    if (std::find(out.classes.begin(), out.classes.end(), to) != out.classes.end() ||
+        !sameClassFacts(core.classes.peek(c), core.classes.peek(to)))
       return std::nullopt;
     out.classes.push_back(to);
   }
