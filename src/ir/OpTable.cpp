@@ -1,14 +1,17 @@
 // The op table and helpers shared by every op family.
 #include "shardproof/ir/Ops.h"
 
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringMap.h>
+
 #include <map>
+#include <string_view>
 #include <mutex>
 
 namespace shardproof::ir {
 
 OpState::~OpState() = default;
 
-static std::string canonDomain(const std::string &d) { return d == "ai.onnx" ? "" : d; }
 
 static const std::map<std::pair<std::string, std::string>, OpDef> &table() {
   static const auto t = [] {
@@ -22,9 +25,28 @@ static const std::map<std::pair<std::string, std::string>, OpDef> &table() {
   return t;
 }
 
+// The table by operator name (asked for every node of every graph, several
+// times: the map's key pairs of strings cost a copy and a string comparison
+// per level); then the domain among the few definitions of that name.
+static const llvm::StringMap<llvm::SmallVector<const OpDef *, 2>> &byType() {
+  static const auto t = [] {
+    llvm::StringMap<llvm::SmallVector<const OpDef *, 2>> m;
+    for (auto &[key, d] : table())
+      m[key.second].push_back(&d);
+    return m;
+  }();
+  return t;
+}
+
 const OpDef *lookupOp(const std::string &domain, const std::string &type) {
-  auto it = table().find({canonDomain(domain), type});
-  return it == table().end() ? nullptr : &it->second;
+  auto it = byType().find(type);
+  if (it == byType().end())
+    return nullptr;
+  std::string_view canon = domain == "ai.onnx" ? std::string_view() : std::string_view(domain);
+  for (const OpDef *d : it->second)
+    if (canon == d->domain)
+      return d;
+  return nullptr;
 }
 
 std::vector<const OpDef *> allOps() {
