@@ -101,15 +101,15 @@ static bool isConst(const Term &t, double v) { return t->kind == TermKind::Const
 
 // Operands of associative-commutative ops are kept flat and sorted by skeleton,
 // which ignores index expressions, so a pattern and an instance sort alike.
-static void sortAC(std::vector<Term> &args) {
-  std::stable_sort(args.begin(), args.end(), [](const Term &a, const Term &b) {
-    if (a->kind != b->kind)
-      return a->kind < b->kind;
-    if (a->kind == TermKind::Read && a->cls != b->cls)
-      return a->cls < b->cls;
-    return a->skeleton < b->skeleton;
-  });
+bool detail::acBefore(const Term &a, const Term &b) {
+  if (a->kind != b->kind)
+    return a->kind < b->kind;
+  if (a->kind == TermKind::Read && a->cls != b->cls)
+    return a->cls < b->cls;
+  return a->skeleton < b->skeleton;
 }
+
+static void sortAC(std::vector<Term> &args) { std::stable_sort(args.begin(), args.end(), detail::acBefore); }
 
 Term mkAdd(std::vector<Term> args) {
   std::vector<Term> flat;

@@ -10,5 +10,8 @@ namespace shardproof::ir::detail {
 /// Computes `n`'s structural hash and skeleton and makes it a Term, with no
 /// folding: `n` must already be what the smart constructors would build.
 Term finish(TermNode n);
+/// The order mkAdd, mkMul and max/min keep their operands in (stably sorted
+/// by it): kind, then class for reads, then skeleton.
+bool acBefore(const Term &a, const Term &b);
 
 } // namespace shardproof::ir::detail

@@ -128,6 +128,20 @@ static Term copyWith(const Term &t, std::vector<Term> args) {
   return finish(std::move(n));
 }
 
+// Renamed operands of a flat, folded Add or Mul that mkAdd / mkMul would
+// leave as they are: no operand became one of the same op (to flatten), each
+// Apply kept its function, and they are still in the stable order the
+// constructor sorts by (a layer copy's images keep their classes' order).
+static bool stillSorted(const std::vector<Term> &before, const std::vector<Term> &after) {
+  for (size_t i = 0; i < after.size(); ++i) {
+    if (after[i]->kind == TermKind::Apply && after[i]->fn != before[i]->fn)
+      return false;
+    if (i > 0 && detail::acBefore(after[i], after[i - 1]))
+      return false;
+  }
+  return true;
+}
+
 static Term renameIn(const Term &t, const std::function<ClassId(ClassId)> &rename,
                      llvm::SmallDenseMap<const TermNode *, Term, 16> &done) {
   if (auto it = done.find(t.get()); it != done.end())
@@ -163,6 +177,8 @@ static Term renameIn(const Term &t, const std::function<ClassId(ClassId)> &renam
     } else if (t->fn != Fn::Add && t->fn != Fn::Mul && t->fn != Fn::Max2 && t->fn != Fn::Min2 &&
                keptKinds(t->args, args)) {
       out = copyWith(t, std::move(args));
+    } else if ((t->fn == Fn::Add || t->fn == Fn::Mul) && keptKinds(t->args, args) && stillSorted(t->args, args)) {
+      out = copyWith(t, std::move(args)); // what mkAdd / mkMul would build: nothing to flatten, fold or move
     } else {
       out = mkApply(t->fn, std::move(args), t->name);
     }

@@ -503,3 +503,21 @@ TEST(TermRename, ACopiedNodeIsTheTermBuiltDirectlyAndMergedBranchesStillFold) {
   EXPECT_TRUE(sameTerm(merged, mergedDirect));
   EXPECT_EQ(merged->hash, mergedDirect->hash);
 }
+
+// An Add or Mul whose renamed operands keep their order is copied; one whose
+// renaming swaps two reads' order (a weight's image numbered below the
+// activation's) must come out sorted as mkAdd / mkMul sort, or the copy and
+// the directly built term would be two classes for one value.
+TEST(TermRename, ARenamedSumOrProductIsSortedAsItsConstructorSortsIt) {
+  IndexVec i = indexVars("i", 1);
+  auto build = [&](ClassId a, ClassId b) {
+    return mkAdd({mkMul({mkRead(a, i), mkRead(b, i), mkConst(2)}), mkRead(b, i), mkConst(1)});
+  };
+  Term t = build(1, 3);
+  for (auto [to1, to3] : {std::pair<ClassId, ClassId>{2, 4}, {5, 4}, {4, 4}}) {
+    Term renamed = renameClasses(t, [&](ClassId c) { return c == 1 ? to1 : c == 3 ? to3 : c; });
+    Term direct = build(to1, to3);
+    EXPECT_TRUE(sameTerm(renamed, direct)) << to1 << " " << to3;
+    EXPECT_EQ(renamed->hash, direct->hash) << to1 << " " << to3;
+  }
+}
