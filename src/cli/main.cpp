@@ -237,12 +237,16 @@ int run(const CheckArgs &a, bool infer) {
     for (const ir::Node &n : ranks[r].nodes)
       if (const ir::OpDef *d = ir::lookupOp(n.domain, n.opType); d && d->cls == ir::OpClass::Collective)
         ctx.collectives.push_back({static_cast<int>(r), n.name, n.opType, n.modulePath()});
-  auto result = relation::verify(std::move(*ref), std::move(ranks), *spec, opts);
+  auto verified = relation::verify(std::move(*ref), std::move(ranks), *spec, opts);
   buryUntilExit(std::make_shared<ir::Graph>(std::move(*ref)));
   buryUntilExit(std::make_shared<std::vector<ir::Graph>>(std::move(ranks)));
   progress.finish();
-  if (!result)
-    return reportError(result.takeError());
+  if (!verified)
+    return reportError(verified.takeError());
+  // Rows, relations and failures: freed with the process, not one by one.
+  auto kept = std::make_shared<relation::Result>(std::move(*verified));
+  buryUntilExit(kept);
+  relation::Result &result = *kept;
   for (auto *group : {&spec->inputs, &spec->outputs, &spec->layers})
     for (auto &[name, placement] : *group)
       ctx.placementLocs.emplace_back(name, placement.loc);
@@ -251,58 +255,58 @@ int run(const CheckArgs &a, bool infer) {
   if (!a.quiet) {
     report::TextOptions t;
     t.showTable = !a.noTable;
-    report::printText(llvm::outs(), *result, ctx, t);
+    report::printText(llvm::outs(), result, ctx, t);
   } else {
-    llvm::outs() << relation::toString(result->verdict) << ": " << result->reason << "\n";
+    llvm::outs() << relation::toString(result.verdict) << ": " << result.reason << "\n";
   }
   if (a.witness)
-    report::printReplay(llvm::outs(), *result);
-  bool disagree = result->sample && !result->sample->disagreements.empty();
-  if (result->sample && (!a.quiet || disagree))
-    report::printSample(disagree ? llvm::errs() : llvm::outs(), *result->sample);
+    report::printReplay(llvm::outs(), result);
+  bool disagree = result.sample && !result.sample->disagreements.empty();
+  if (result.sample && (!a.quiet || disagree))
+    report::printSample(disagree ? llvm::errs() : llvm::outs(), *result.sample);
   llvm::outs().flush();
-  result->stats.loadSeconds = loadSeconds;
-  result->stats.reportSeconds = secondsSince(tReport);
-  result->stats.peakRssKiB = peakRssKiB();
+  result.stats.loadSeconds = loadSeconds;
+  result.stats.reportSeconds = secondsSince(tReport);
+  result.stats.peakRssKiB = peakRssKiB();
   if (a.stats) {
-    report::printStats(llvm::outs(), result->stats);
+    report::printStats(llvm::outs(), result.stats);
     llvm::outs().flush();
   }
   if (!a.json.empty())
-    if (auto e = report::writeFileAtomically(a.json, report::toJson(*result, ctx)))
+    if (auto e = report::writeFileAtomically(a.json, report::toJson(result, ctx)))
       return reportError(std::move(e));
   if (!a.sarif.empty()) {
     std::optional<report::RelationDiff> changes;
     if (recorded)
-      changes = report::diffRelations(*recorded, *result);
-    if (auto e = report::writeFileAtomically(a.sarif, report::toSarif(*result, ctx, changes ? &*changes : nullptr)))
+      changes = report::diffRelations(*recorded, result);
+    if (auto e = report::writeFileAtomically(a.sarif, report::toSarif(result, ctx, changes ? &*changes : nullptr)))
       return reportError(std::move(e));
   }
   if (!a.summaryMd.empty()) {
     std::optional<report::RelationDiff> changes;
     if (recorded)
-      changes = report::diffRelations(*recorded, *result);
+      changes = report::diffRelations(*recorded, result);
     if (auto e = report::writeFileAtomically(a.summaryMd,
-                                              report::toMarkdown(*result, ctx, changes ? &*changes : nullptr)))
+                                              report::toMarkdown(result, ctx, changes ? &*changes : nullptr)))
       return reportError(std::move(e));
   }
   if (!a.html.empty())
-    if (auto e = report::writeFileAtomically(a.html, report::toHtml(*result, ctx)))
+    if (auto e = report::writeFileAtomically(a.html, report::toHtml(result, ctx)))
       return reportError(std::move(e));
   if (infer) {
-    if (auto e = report::writeFileAtomically(a.relationsOut, report::writeRelationFile(*result, ctx)))
+    if (auto e = report::writeFileAtomically(a.relationsOut, report::writeRelationFile(result, ctx)))
       return reportError(std::move(e));
     if (!a.quiet)
-      llvm::outs() << "wrote " << report::recordedEntries(*result).size() << " relations to " << a.relationsOut
+      llvm::outs() << "wrote " << report::recordedEntries(result).size() << " relations to " << a.relationsOut
                    << "\n";
   }
   if (disagree)
     return kExitInternal; // proof and execution disagree: never trust either silently
   if (!recorded)
-    return report::exitCode(result->verdict);
-  report::RelationDiff diff = report::diffRelations(*recorded, *result);
+    return report::exitCode(result.verdict);
+  report::RelationDiff diff = report::diffRelations(*recorded, result);
   report::printRelationDiff(llvm::outs(), diff, a.relationsIn, ctx, a.quiet);
-  return report::exitCode(result->verdict, diff);
+  return report::exitCode(result.verdict, diff);
 }
 
 struct DiffArgs {
