@@ -104,6 +104,139 @@ void Repairer::parse(const Expr &literal, std::vector<Bound> &out) const {
   }
 }
 
+// The comparison `literal` (through one negation) as lhs - rhs OP 0 with OP
+// one of >=, >, <=, < or ==, or false (a boolean atom, != ...).
+static bool comparison(const Expr &literal, Linear &d, Z3_decl_kind &k) {
+  Z3_ast a = raw(literal);
+  bool negated = kindOf(a) == Z3_OP_NOT;
+  if (negated)
+    a = raw(argOf(a, 0));
+  k = kindOf(a);
+  if (!(k == Z3_OP_LE || k == Z3_OP_LT || k == Z3_OP_GE || k == Z3_OP_GT || k == Z3_OP_EQ) || numArgs(a) != 2 ||
+      !argOf(a, 0).isInt() || (negated && k == Z3_OP_EQ))
+    return false;
+  if (negated)
+    k = k == Z3_OP_LE ? Z3_OP_GT : k == Z3_OP_LT ? Z3_OP_GE : k == Z3_OP_GE ? Z3_OP_LT : Z3_OP_LE;
+  d.add(argOf(a, 0), 1);
+  d.add(argOf(a, 1), -1);
+  return !d.overflow;
+}
+
+void Repairer::parseApp(const Expr &literal, std::vector<AppBound> &out) const {
+  Linear d;
+  Z3_decl_kind k;
+  if (!comparison(literal, d, k) || d.constant == INT64_MIN)
+    return;
+  std::optional<AppBound> b;
+  std::vector<std::pair<int64_t, Expr>> rest;
+  for (auto &[id, term] : d.terms) {
+    auto &[coef, atom] = term;
+    if (coef == 0)
+      continue;
+    if (coef == INT64_MIN)
+      return;
+    auto app = atom.asApp();
+    if (app && redefinable_(app->first)) {
+      if (b)
+        return; // two applications: which one to move is not this repair's choice
+      b = AppBound{atom, coef, d.constant, {}};
+      continue;
+    }
+    for (auto &[fn, arity] : atom.functions())
+      if (redefinable_(fn))
+        return;
+    rest.push_back({coef, atom});
+  }
+  if (!b)
+    return;
+  // The arguments may read free variables (moved first) but no application
+  // of a redefinable function: the point must not move with the values set.
+  auto app = b->app.asApp();
+  for (auto &arg : app->second)
+    if (!arg.functions().empty())
+      return;
+  b->rest = std::move(rest);
+  auto flipped = [](AppBound x) {
+    x.coef = -x.coef;
+    x.constant = -x.constant;
+    for (auto &t : x.rest)
+      t.first = -t.first;
+    return x;
+  };
+  switch (k) { // as parse(): coef*f + rest + constant >= 0
+  case Z3_OP_GE: out.push_back(*b); break;
+  case Z3_OP_GT: --b->constant, out.push_back(*b); break;
+  case Z3_OP_LE: out.push_back(flipped(*b)); break;
+  case Z3_OP_LT: {
+    AppBound f = flipped(*b);
+    --f.constant;
+    out.push_back(std::move(f));
+    break;
+  }
+  default:
+    out.push_back(*b);
+    out.push_back(flipped(*b));
+    break;
+  }
+}
+
+std::vector<const Repairer::AppBound *> Repairer::appBoundsOf(const std::vector<Expr> &parts) {
+  std::vector<const AppBound *> out;
+  if (appParsed_.size() > 100'000)
+    appParsed_.clear();
+  for (const Expr &part : parts) {
+    auto [it, fresh] = appParsed_.try_emplace(part.id());
+    if (fresh) {
+      it->second.first = part;
+      parseApp(part, it->second.second);
+    }
+    for (const AppBound &b : it->second.second)
+      out.push_back(&b);
+  }
+  return out;
+}
+
+std::optional<Repairer::AppValues> Repairer::appValues(const std::vector<const AppBound *> &bounds,
+                                                       const Expr::Env &env, const Expr::AppEnv &apps) {
+  std::map<std::pair<std::string, std::vector<int64_t>>, std::pair<std::optional<int64_t>, std::optional<int64_t>>>
+      box;
+  for (const AppBound *b : bounds) {
+    auto app = b->app.asApp();
+    std::vector<int64_t> at;
+    for (auto &arg : app->second) {
+      auto v = arg.eval(env, apps);
+      if (!v)
+        return std::nullopt;
+      at.push_back(*v);
+    }
+    int64_t r = b->constant;
+    for (auto &[coef, atom] : b->rest) {
+      auto v = atom.eval(env, apps);
+      int64_t p;
+      if (!v || __builtin_mul_overflow(coef, *v, &p) || __builtin_add_overflow(r, p, &r))
+        return std::nullopt;
+    }
+    if (r == INT64_MIN)
+      return std::nullopt;
+    auto &[lo, hi] = box[{app->first, std::move(at)}];
+    if (b->coef > 0) {
+      int64_t v = ceilDivInt(-r, b->coef);
+      lo = lo ? std::max(*lo, v) : v;
+    } else {
+      int64_t v = floorDivInt(r, -b->coef);
+      hi = hi ? std::min(*hi, v) : v;
+    }
+  }
+  AppValues out;
+  for (auto &[point, range] : box) {
+    auto &[lo, hi] = range;
+    if (lo && hi && *lo > *hi)
+      return std::nullopt;
+    out[point] = lo ? *lo : *hi; // one side at least: every entry came from a bound
+  }
+  return out;
+}
+
 std::vector<Expr> conjunctsOf(const Expr &formula) {
   std::vector<Expr> parts;
   if (formula.isValid())

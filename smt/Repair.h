@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -36,7 +37,11 @@ public:
     std::vector<std::pair<int64_t, Expr>> rest;
   };
   /// `isFree`: whether a variable may take any value (named by no assumption).
-  explicit Repairer(std::function<bool(const std::string &)> isFree) : isFree_(std::move(isFree)) {}
+  /// `redefinable`: whether a function may take another value at a point (a
+  /// set-aside fact's function: no assumption a kept model meets applies it,
+  /// and the query's own instances of the fact are part of the query).
+  Repairer(std::function<bool(const std::string &)> isFree, std::function<bool(const std::string &)> redefinable)
+      : isFree_(std::move(isFree)), redefinable_(std::move(redefinable)) {}
   /// The single-variable bounds among the conjuncts of `formula` (through
   /// and, not-or, double negation). Conjuncts are parsed once: paths repeat.
   std::vector<const Bound *> boundsOf(const std::vector<Expr> &conjuncts);
@@ -45,13 +50,34 @@ public:
   /// not evaluate.
   static std::optional<std::unordered_map<std::string, int64_t>>
   values(const std::vector<const Bound *> &bounds, const Expr::Env &fixed, const Expr::AppEnv &apps);
+  /// coef * app + constant + rest >= 0 for one application `app` of a
+  /// redefinable function, `rest` applying none.
+  struct AppBound {
+    Expr app;
+    int64_t coef;
+    int64_t constant;
+    std::vector<std::pair<int64_t, Expr>> rest;
+  };
+  /// Those among the conjuncts of `formula` (parsed once, as boundsOf).
+  std::vector<const AppBound *> appBoundsOf(const std::vector<Expr> &conjuncts);
+  /// Function values at points (the applications' arguments evaluated in
+  /// `env`) meeting every bound at that point; nullopt if they conflict or
+  /// something does not evaluate. Applications elsewhere read `apps`.
+  using AppValues = std::map<std::pair<std::string, std::vector<int64_t>>, int64_t>;
+  static std::optional<AppValues> appValues(const std::vector<const AppBound *> &bounds, const Expr::Env &env,
+                                            const Expr::AppEnv &apps);
   /// Forgets parsed conjuncts (an assumption may have named a variable).
-  void clear() { parsed_.clear(); }
+  void clear() {
+    parsed_.clear();
+    appParsed_.clear();
+  }
 
 private:
   void parse(const Expr &literal, std::vector<Bound> &out) const;
-  std::function<bool(const std::string &)> isFree_;
+  void parseApp(const Expr &literal, std::vector<AppBound> &out) const;
+  std::function<bool(const std::string &)> isFree_, redefinable_;
   std::unordered_map<unsigned, std::pair<Expr, std::vector<Bound>>> parsed_; // by AST id, held
+  std::unordered_map<unsigned, std::pair<Expr, std::vector<AppBound>>> appParsed_;
 };
 
 } // namespace shardproof::smt::detail

@@ -230,9 +230,13 @@ struct Solver::Impl {
       }
     }
     // Then each model with its free variables (index variables: no assumption
-    // names them) moved inside the bounds the query puts on them (Repair.h).
+    // names them) moved inside the bounds the query puts on them (Repair.h),
+    // and a set-aside fact's function given the value the query bounds it to
+    // at the point it reads (a token id of 512 to 639 where every kept model
+    // has 0): the query's instances of the fact are part of `formula`.
     std::vector<const detail::Repairer::Bound *> bounds = repairer.boundsOf(parts);
-    if (bounds.empty())
+    std::vector<const detail::Repairer::AppBound *> appBounds = repairer.appBoundsOf(parts);
+    if (bounds.empty() && appBounds.empty())
       return false;
     for (size_t i = 0; i < witnesses.size(); ++i) {
       const Witness &w = witnesses[i];
@@ -246,12 +250,17 @@ struct Solver::Impl {
       auto moved = detail::Repairer::values(bounds, modelValue, apps);
       if (!moved)
         continue;
-      auto holds = evaluate(
-          [&](const std::string &n) {
-            auto it = moved->find(n);
-            return it != moved->end() ? std::optional<int64_t>(it->second) : modelValue(n);
-          },
-          apps);
+      auto env = [&](const std::string &n) {
+        auto it = moved->find(n);
+        return it != moved->end() ? std::optional<int64_t>(it->second) : modelValue(n);
+      };
+      auto holds = bounds.empty() ? std::nullopt : evaluate(env, apps);
+      if (!(holds && *holds) && !appBounds.empty())
+        if (auto set = detail::Repairer::appValues(appBounds, env, apps))
+          holds = evaluate(env, [&](const std::string &fn, const std::vector<int64_t> &args) {
+            auto it = set->find({fn, args});
+            return it != set->end() ? std::optional<int64_t>(it->second) : w.apply(fn, args);
+          });
       if (holds && *holds) {
         std::rotate(witnesses.begin(), witnesses.begin() + i, witnesses.begin() + i + 1);
         return true;
@@ -263,7 +272,11 @@ struct Solver::Impl {
 
 Solver::Solver(unsigned timeoutMs)
     : intervals_(std::make_unique<detail::IntervalProver>()),
-      repairer_(std::make_unique<detail::Repairer>([this](const std::string &v) { return !assumedVar(v); })),
+      repairer_(std::make_unique<detail::Repairer>(
+          [this](const std::string &v) { return !assumedVar(v); },
+          [this](const std::string &fn) {
+            return !fn.empty() && std::find(factFunction_.begin(), factFunction_.end(), fn) != factFunction_.end();
+          })),
       timeoutMs_(timeoutMs) {}
 Solver::~Solver() = default;
 

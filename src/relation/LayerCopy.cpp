@@ -257,9 +257,13 @@ bool LayerCopy::copy(int k) {
     if (!readsNew && classes.find(im.def, ci.shape))
       return false; // hash-consing would merge it with an existing class
   }
-  for (const Member &m : w.members)
-    if (counterpart(m.rank, k, m.value) < 0)
+  std::vector<int> counterparts; // of w.members, in order
+  counterparts.reserve(w.members.size());
+  for (const Member &m : w.members) {
+    counterparts.push_back(counterpart(m.rank, k, m.value));
+    if (counterparts.back() < 0)
       return false;
+  }
   // Decided: layer k is layer k-1 renamed. The images, as internValue makes them.
   if (copied_ == 0) // the layers above will add about as many each
     classes.reserve(classes.size() + images.size() * static_cast<size_t>(layers - k + 1));
@@ -282,9 +286,11 @@ bool LayerCopy::copy(int k) {
   nw.layer = k;
   nw.firstClass = images.empty() ? static_cast<ClassId>(classes.size()) : sigma(images.front().from);
   nw.endClass = static_cast<ClassId>(classes.size());
-  for (const Member &m : w.members) {
+  nw.members.reserve(w.members.size());
+  for (size_t i = 0; i < w.members.size(); ++i) {
+    const Member &m = w.members[i];
     ClassId c = sigma(m.cls);
-    int v = counterpart(m.rank, k, m.value);
+    int v = counterparts[i];
     classes[c].join(m.rank, v);
     nw.members.push_back({c, m.rank, v});
   }

@@ -80,15 +80,41 @@ TEST_F(IdsInRange, AModelBuiltUnderTheRangeAnswersQueriesUnderIt) {
 }
 
 // A kept model is read without Z3, tensors included: the ids it fixed answer
-// a query true at them, and a query that needs other ids goes to Z3.
+// a query true at them. A query that bounds the id at its point to other
+// values takes the model with the id set there (the range's instance at the
+// point is part of the query, and no other fact reads ids); one no id meets
+// goes to Z3.
 TEST_F(IdsInRange, AKeptModelReadsTheIdsAtThePointsItFixed) {
   Expr first = inside && i == k(0);
   EXPECT_EQ(s.check("ids", first && read == k(7), false).result, Result::Sat);
   EXPECT_EQ(s.check("ids", first && read >= k(7) && read < k(8), false).result, Result::Sat);
   EXPECT_EQ(s.witnessed(), 1u);
   EXPECT_EQ(s.check("ids", first && read == k(8), false).result, Result::Sat);
-  EXPECT_EQ(s.witnessed(), 1u);
+  EXPECT_EQ(s.witnessed(), 2u);
   EXPECT_EQ(s.check("ids", first && read == k(7) && read == k(8), false).result, Result::Unsat);
+}
+
+// The value set at the point must still meet the range there: 10 is above
+// it, so the bound alone (ids >= 10) is no model and Z3 says Unsat.
+TEST_F(IdsInRange, AnIdSetAtAPointStaysInTheRange) {
+  Expr first = inside && i == k(0);
+  EXPECT_EQ(s.check("ids", first && read == k(7), false).result, Result::Sat);
+  EXPECT_EQ(s.check("ids", first && read >= k(10), false).result, Result::Unsat);
+  EXPECT_EQ(s.check("ids", first && read >= k(6) && read <= k(6), false).result, Result::Sat);
+  EXPECT_EQ(s.witnessed(), 1u);
+}
+
+// A fact that reads ids outside the range (ids(0) = 7) makes every model
+// carry it: the id at 0 is no longer free to take another value.
+TEST(WitnessCache, AnIdAnotherFactFixesIsNotSetToAnotherValue) {
+  Solver s;
+  Expr n = sym("n"), i = sym("i"), read = Expr::app("ids", {i});
+  s.assume(n >= k(1));
+  s.assumeOnFunction(rangeOf("ids", n, 5, 9), "ids", k(5) <= k(9));
+  s.assume(Expr::app("ids", {k(0)}) == k(7));
+  Expr first = k(0) <= i && i < n && i == k(0);
+  EXPECT_EQ(s.check("ids", first && read == k(7), false).result, Result::Sat);
+  EXPECT_EQ(s.check("ids", first && read == k(8), false).result, Result::Unsat);
 }
 
 // The range joins a query as its instances at the points the query reads,
