@@ -36,21 +36,101 @@ void flatten(const Expr &e, bool negated, std::vector<Expr> &out) {
 
 } // namespace
 
-void Repairer::parse(const Expr &literal, std::vector<Bound> &out) const {
+// The comparison `literal` (through one negation) as lhs - rhs OP 0 with OP
+// one of >=, >, <=, < or ==, or false (a boolean atom, != ...).
+static bool comparison(const Expr &literal, Linear &d, Z3_decl_kind &k) {
   Z3_ast a = raw(literal);
   bool negated = kindOf(a) == Z3_OP_NOT;
   if (negated)
     a = raw(argOf(a, 0));
-  Z3_decl_kind k = kindOf(a);
+  k = kindOf(a);
   if (!(k == Z3_OP_LE || k == Z3_OP_LT || k == Z3_OP_GE || k == Z3_OP_GT || k == Z3_OP_EQ) || numArgs(a) != 2 ||
       !argOf(a, 0).isInt() || (negated && k == Z3_OP_EQ))
-    return;
+    return false;
   if (negated)
     k = k == Z3_OP_LE ? Z3_OP_GT : k == Z3_OP_LT ? Z3_OP_GE : k == Z3_OP_GE ? Z3_OP_LT : Z3_OP_LE;
-  Linear d; // lhs - rhs
   d.add(argOf(a, 0), 1);
   d.add(argOf(a, 1), -1);
-  if (d.overflow)
+  return !d.overflow;
+}
+
+// A bound coef * x + rest + constant  OP  0 as the `>= 0` bounds it gives
+// (integers: > is >= 1; == is both ways), for Bound and AppBound alike.
+template <class B> static void emit(B b, Z3_decl_kind k, std::vector<B> &out) {
+  auto flipped = [](B x) {
+    x.coef = -x.coef;
+    x.constant = -x.constant;
+    for (auto &t : x.rest)
+      t.first = -t.first;
+    return x;
+  };
+  switch (k) {
+  case Z3_OP_GE: out.push_back(std::move(b)); break;
+  case Z3_OP_GT: --b.constant, out.push_back(std::move(b)); break;
+  case Z3_OP_LE: out.push_back(flipped(std::move(b))); break;
+  case Z3_OP_LT: {
+    B f = flipped(std::move(b));
+    --f.constant;
+    out.push_back(std::move(f));
+    break;
+  }
+  default: // EQ: both ways
+    out.push_back(b);
+    out.push_back(flipped(std::move(b)));
+    break;
+  }
+}
+
+// `range` narrowed by bound b (coef * x + rest + constant >= 0) with rest
+// evaluated: x >= ceil(-r / coef) or x <= floor(r / -coef). False if rest
+// does not evaluate or overflows.
+using Range = std::pair<std::optional<int64_t>, std::optional<int64_t>>;
+template <class B>
+static bool narrow(const B &b, const Expr::Env &env, const Expr::AppEnv &apps, Range &range) {
+  int64_t r = b.constant;
+  for (auto &[coef, atom] : b.rest) {
+    auto v = atom.eval(env, apps);
+    int64_t p;
+    if (!v || __builtin_mul_overflow(coef, *v, &p) || __builtin_add_overflow(r, p, &r))
+      return false;
+  }
+  if (r == INT64_MIN)
+    return false;
+  auto &[lo, hi] = range;
+  if (b.coef > 0) {
+    int64_t v = ceilDivInt(-r, b.coef);
+    lo = lo ? std::max(*lo, v) : v;
+  } else {
+    int64_t v = floorDivInt(r, -b.coef);
+    hi = hi ? std::min(*hi, v) : v;
+  }
+  return true;
+}
+
+// Conjuncts parsed once into `cache` (paths repeat from query to query),
+// their bounds collected in order.
+template <class B, class Parse>
+static std::vector<const B *> cachedBounds(std::unordered_map<unsigned, std::pair<Expr, std::vector<B>>> &cache,
+                                           const std::vector<Expr> &parts, Parse parse) {
+  std::vector<const B *> out;
+  if (cache.size() > 100'000)
+    cache.clear();
+  for (const Expr &part : parts) {
+    auto [it, fresh] = cache.try_emplace(part.id());
+    if (fresh) {
+      it->second.first = part;
+      parse(part, it->second.second);
+    }
+    for (const B &b : it->second.second)
+      out.push_back(&b);
+  }
+  return out;
+}
+
+void Repairer::parse(const Expr &literal, std::vector<Bound> &out) const {
+  Linear d; // lhs - rhs
+  Z3_decl_kind k;
+  if (!comparison(literal, d, k))
     return;
   // The one free variable it bounds; every other atom must be free of them.
   std::optional<std::pair<std::string, int64_t>> var;
@@ -73,53 +153,12 @@ void Repairer::parse(const Expr &literal, std::vector<Bound> &out) const {
   }
   if (!var || var->second == INT64_MIN || d.constant == INT64_MIN)
     return;
-  b.var = var->first;
-  auto flipped = [](Bound x) {
-    x.coef = -x.coef;
-    x.constant = -x.constant;
-    for (auto &t : x.rest)
-      t.first = -t.first;
-    return x;
-  };
   for (auto &t : b.rest)
     if (t.first == INT64_MIN)
       return;
-  b.coef = var->second;
-  // d = coef*x + rest; the literal as coef'*x + rest' >= 0 (integers: > is >=
-  // 1).
-  switch (k) {
-  case Z3_OP_GE: out.push_back(b); break;
-  case Z3_OP_GT: --b.constant, out.push_back(b); break;
-  case Z3_OP_LE: out.push_back(flipped(b)); break;
-  case Z3_OP_LT: {
-    Bound f = flipped(b);
-    --f.constant;
-    out.push_back(std::move(f));
-    break;
-  }
-  default: // EQ: both ways
-    out.push_back(b);
-    out.push_back(flipped(b));
-    break;
-  }
-}
-
-// The comparison `literal` (through one negation) as lhs - rhs OP 0 with OP
-// one of >=, >, <=, < or ==, or false (a boolean atom, != ...).
-static bool comparison(const Expr &literal, Linear &d, Z3_decl_kind &k) {
-  Z3_ast a = raw(literal);
-  bool negated = kindOf(a) == Z3_OP_NOT;
-  if (negated)
-    a = raw(argOf(a, 0));
-  k = kindOf(a);
-  if (!(k == Z3_OP_LE || k == Z3_OP_LT || k == Z3_OP_GE || k == Z3_OP_GT || k == Z3_OP_EQ) || numArgs(a) != 2 ||
-      !argOf(a, 0).isInt() || (negated && k == Z3_OP_EQ))
-    return false;
-  if (negated)
-    k = k == Z3_OP_LE ? Z3_OP_GT : k == Z3_OP_LT ? Z3_OP_GE : k == Z3_OP_GE ? Z3_OP_LT : Z3_OP_LE;
-  d.add(argOf(a, 0), 1);
-  d.add(argOf(a, 1), -1);
-  return !d.overflow;
+  b.var = var->first;
+  b.coef = var->second; // d = coef*x + rest
+  emit(std::move(b), k, out);
 }
 
 void Repairer::parseApp(const Expr &literal, std::vector<AppBound> &out) const {
@@ -156,50 +195,16 @@ void Repairer::parseApp(const Expr &literal, std::vector<AppBound> &out) const {
     if (!arg.functions().empty())
       return;
   b->rest = std::move(rest);
-  auto flipped = [](AppBound x) {
-    x.coef = -x.coef;
-    x.constant = -x.constant;
-    for (auto &t : x.rest)
-      t.first = -t.first;
-    return x;
-  };
-  switch (k) { // as parse(): coef*f + rest + constant >= 0
-  case Z3_OP_GE: out.push_back(*b); break;
-  case Z3_OP_GT: --b->constant, out.push_back(*b); break;
-  case Z3_OP_LE: out.push_back(flipped(*b)); break;
-  case Z3_OP_LT: {
-    AppBound f = flipped(*b);
-    --f.constant;
-    out.push_back(std::move(f));
-    break;
-  }
-  default:
-    out.push_back(*b);
-    out.push_back(flipped(*b));
-    break;
-  }
+  emit(std::move(*b), k, out);
 }
 
 std::vector<const Repairer::AppBound *> Repairer::appBoundsOf(const std::vector<Expr> &parts) {
-  std::vector<const AppBound *> out;
-  if (appParsed_.size() > 100'000)
-    appParsed_.clear();
-  for (const Expr &part : parts) {
-    auto [it, fresh] = appParsed_.try_emplace(part.id());
-    if (fresh) {
-      it->second.first = part;
-      parseApp(part, it->second.second);
-    }
-    for (const AppBound &b : it->second.second)
-      out.push_back(&b);
-  }
-  return out;
+  return cachedBounds(appParsed_, parts, [this](const Expr &p, std::vector<AppBound> &out) { parseApp(p, out); });
 }
 
 std::optional<Repairer::AppValues> Repairer::appValues(const std::vector<const AppBound *> &bounds,
                                                        const Expr::Env &env, const Expr::AppEnv &apps) {
-  std::map<std::pair<std::string, std::vector<int64_t>>, std::pair<std::optional<int64_t>, std::optional<int64_t>>>
-      box;
+  std::map<std::pair<std::string, std::vector<int64_t>>, Range> box;
   for (const AppBound *b : bounds) {
     auto app = b->app.asApp();
     std::vector<int64_t> at;
@@ -209,23 +214,8 @@ std::optional<Repairer::AppValues> Repairer::appValues(const std::vector<const A
         return std::nullopt;
       at.push_back(*v);
     }
-    int64_t r = b->constant;
-    for (auto &[coef, atom] : b->rest) {
-      auto v = atom.eval(env, apps);
-      int64_t p;
-      if (!v || __builtin_mul_overflow(coef, *v, &p) || __builtin_add_overflow(r, p, &r))
-        return std::nullopt;
-    }
-    if (r == INT64_MIN)
+    if (!narrow(*b, env, apps, box[{app->first, std::move(at)}]))
       return std::nullopt;
-    auto &[lo, hi] = box[{app->first, std::move(at)}];
-    if (b->coef > 0) {
-      int64_t v = ceilDivInt(-r, b->coef);
-      lo = lo ? std::max(*lo, v) : v;
-    } else {
-      int64_t v = floorDivInt(r, -b->coef);
-      hi = hi ? std::min(*hi, v) : v;
-    }
   }
   AppValues out;
   for (auto &[point, range] : box) {
@@ -245,42 +235,15 @@ std::vector<Expr> conjunctsOf(const Expr &formula) {
 }
 
 std::vector<const Repairer::Bound *> Repairer::boundsOf(const std::vector<Expr> &parts) {
-  std::vector<const Bound *> out;
-  if (parsed_.size() > 100'000)
-    parsed_.clear();
-  for (const Expr &part : parts) {
-    auto [it, fresh] = parsed_.try_emplace(part.id());
-    if (fresh) {
-      it->second.first = part;
-      parse(part, it->second.second);
-    }
-    for (const Bound &b : it->second.second)
-      out.push_back(&b);
-  }
-  return out;
+  return cachedBounds(parsed_, parts, [this](const Expr &p, std::vector<Bound> &out) { parse(p, out); });
 }
 
 std::optional<std::unordered_map<std::string, int64_t>>
 Repairer::values(const std::vector<const Bound *> &bounds, const Expr::Env &fixed, const Expr::AppEnv &apps) {
-  std::map<std::string, std::pair<std::optional<int64_t>, std::optional<int64_t>>> box;
+  std::map<std::string, Range> box;
   for (const Bound *b : bounds) {
-    int64_t r = b->constant;
-    for (auto &[coef, atom] : b->rest) {
-      auto v = atom.eval(fixed, apps);
-      int64_t p;
-      if (!v || __builtin_mul_overflow(coef, *v, &p) || __builtin_add_overflow(r, p, &r))
-        return std::nullopt;
-    }
-    if (r == INT64_MIN)
+    if (!narrow(*b, fixed, apps, box[b->var]))
       return std::nullopt;
-    auto &[lo, hi] = box[b->var];
-    if (b->coef > 0) { // x >= ceil(-r / coef)
-      int64_t v = ceilDivInt(-r, b->coef);
-      lo = lo ? std::max(*lo, v) : v;
-    } else { // x <= floor(r / -coef)
-      int64_t v = floorDivInt(r, -b->coef);
-      hi = hi ? std::min(*hi, v) : v;
-    }
   }
   std::unordered_map<std::string, int64_t> out;
   for (auto &[var, range] : box) {
