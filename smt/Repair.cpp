@@ -203,7 +203,8 @@ std::vector<const Repairer::AppBound *> Repairer::appBoundsOf(const std::vector<
 }
 
 std::optional<Repairer::AppValues> Repairer::appValues(const std::vector<const AppBound *> &bounds,
-                                                       const Expr::Env &env, const Expr::AppEnv &apps) {
+                                                       const Expr::Env &env, const Expr::AppEnv &apps,
+                                                       bool high) {
   std::map<std::pair<std::string, std::vector<int64_t>>, Range> box;
   for (const AppBound *b : bounds) {
     auto app = b->app.asApp();
@@ -222,7 +223,7 @@ std::optional<Repairer::AppValues> Repairer::appValues(const std::vector<const A
     auto &[lo, hi] = range;
     if (lo && hi && *lo > *hi)
       return std::nullopt;
-    out[point] = lo ? *lo : *hi; // one side at least: every entry came from a bound
+    out[point] = (high && hi) || !lo ? *hi : *lo; // one side at least: every entry came from a bound
   }
   return out;
 }
@@ -239,7 +240,8 @@ std::vector<const Repairer::Bound *> Repairer::boundsOf(const std::vector<Expr> 
 }
 
 std::optional<std::unordered_map<std::string, int64_t>>
-Repairer::values(const std::vector<const Bound *> &bounds, const Expr::Env &fixed, const Expr::AppEnv &apps) {
+Repairer::values(const std::vector<const Bound *> &bounds, const Expr::Env &fixed, const Expr::AppEnv &apps,
+                 bool high) {
   std::map<std::string, Range> box;
   for (const Bound *b : bounds) {
     if (!narrow(*b, fixed, apps, box[b->var]))
@@ -250,7 +252,7 @@ Repairer::values(const std::vector<const Bound *> &bounds, const Expr::Env &fixe
     auto &[lo, hi] = range;
     if (lo && hi && *lo > *hi)
       return std::nullopt;
-    out[var] = lo ? *lo : hi ? std::min<int64_t>(*hi, 0) : 0;
+    out[var] = high && hi ? *hi : lo ? *lo : hi ? std::min<int64_t>(*hi, 0) : 0;
   }
   return out;
 }

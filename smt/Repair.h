@@ -46,10 +46,12 @@ public:
   /// and, not-or, double negation). Conjuncts are parsed once: paths repeat.
   std::vector<const Bound *> boundsOf(const std::vector<Expr> &conjuncts);
   /// Values for the bounded variables that meet every bound once the others
-  /// take their values in `fixed`; nullopt if they conflict or an atom does
-  /// not evaluate.
+  /// take their values in `fixed` (each at the lower end of its range, or
+  /// with `high` the upper one, where it has that end); nullopt if they
+  /// conflict or an atom does not evaluate.
   static std::optional<std::unordered_map<std::string, int64_t>>
-  values(const std::vector<const Bound *> &bounds, const Expr::Env &fixed, const Expr::AppEnv &apps);
+  values(const std::vector<const Bound *> &bounds, const Expr::Env &fixed, const Expr::AppEnv &apps,
+         bool high = false);
   /// coef * app + constant + rest >= 0 for one application `app` of a
   /// redefinable function, `rest` applying none.
   struct AppBound {
@@ -65,7 +67,7 @@ public:
   /// something does not evaluate. Applications elsewhere read `apps`.
   using AppValues = std::map<std::pair<std::string, std::vector<int64_t>>, int64_t>;
   static std::optional<AppValues> appValues(const std::vector<const AppBound *> &bounds, const Expr::Env &env,
-                                            const Expr::AppEnv &apps);
+                                            const Expr::AppEnv &apps, bool high = false);
   /// Forgets parsed conjuncts (an assumption may have named a variable).
   void clear() {
     parsed_.clear();

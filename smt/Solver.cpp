@@ -247,23 +247,28 @@ struct Solver::Impl {
         return std::optional<int64_t>(it == w.values.end() ? 0 : it->second);
       };
       auto apps = [&](const std::string &fn, const std::vector<int64_t> &args) { return w.apply(fn, args); };
-      auto moved = detail::Repairer::values(bounds, modelValue, apps);
-      if (!moved)
-        continue;
-      auto env = [&](const std::string &n) {
-        auto it = moved->find(n);
-        return it != moved->end() ? std::optional<int64_t>(it->second) : modelValue(n);
-      };
-      auto holds = bounds.empty() ? std::nullopt : evaluate(env, apps);
-      if (!(holds && *holds) && !appBounds.empty())
-        if (auto set = detail::Repairer::appValues(appBounds, env, apps))
-          holds = evaluate(env, [&](const std::string &fn, const std::vector<int64_t> &args) {
-            auto it = set->find({fn, args});
-            return it != set->end() ? std::optional<int64_t>(it->second) : w.apply(fn, args);
-          });
-      if (holds && *holds) {
-        std::rotate(witnesses.begin(), witnesses.begin() + i, witnesses.begin() + i + 1);
-        return true;
+      // Each at the lower end of its bounds, then at the upper end: a query
+      // that also denies a disjunction (`not (i < 96 and r <= s or ...)`)
+      // is often met at one end and not the other.
+      for (bool high : {false, true}) {
+        auto moved = detail::Repairer::values(bounds, modelValue, apps, high);
+        if (!moved)
+          break;
+        auto env = [&](const std::string &n) {
+          auto it = moved->find(n);
+          return it != moved->end() ? std::optional<int64_t>(it->second) : modelValue(n);
+        };
+        auto holds = bounds.empty() ? std::nullopt : evaluate(env, apps);
+        if (!(holds && *holds) && !appBounds.empty())
+          if (auto set = detail::Repairer::appValues(appBounds, env, apps, high))
+            holds = evaluate(env, [&](const std::string &fn, const std::vector<int64_t> &args) {
+              auto it = set->find({fn, args});
+              return it != set->end() ? std::optional<int64_t>(it->second) : w.apply(fn, args);
+            });
+        if (holds && *holds) {
+          std::rotate(witnesses.begin(), witnesses.begin() + i, witnesses.begin() + i + 1);
+          return true;
+        }
       }
     }
     return false;

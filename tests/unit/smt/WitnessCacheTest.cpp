@@ -33,6 +33,19 @@ TEST(WitnessCache, AnOpenConditionOnAPathIsRefutedByTheModelOfItsSibling) {
   EXPECT_EQ(s.stats().at("cond").witnessed, 1u);
 }
 
+// The kept model has i below 3; the next query also denies `i < 5`, which
+// is no bound the repair reads. At the lower end of its bounds (0) i still
+// meets it; at the upper end (n - 1, n >= 10) it does not: Sat without Z3.
+TEST(WitnessCache, AnIndexIsTriedAtBothEndsOfItsBounds) {
+  Solver s;
+  Expr n = sym("n"), i = sym("i");
+  s.assume(n >= k(10));
+  EXPECT_EQ(s.check("cond", k(0) <= i && i < n && i < k(3), false).result, Result::Sat);
+  EXPECT_EQ(s.check("cond", k(0) <= i && i < n && !(i < k(5) && i >= k(0)), false).result, Result::Sat);
+  EXPECT_EQ(s.witnessed(), 1u);
+  EXPECT_EQ(s.check("cond", k(0) <= i && i < n && !(i < n && i >= k(0)), false).result, Result::Unsat);
+}
+
 TEST(WitnessCache, AProvedConditionIsStillAskedOfTheSolver) {
   Solver s;
   Expr n = sym("n"), i = sym("i");
