@@ -514,7 +514,8 @@ TEST(TermRename, ARenamedSumOrProductIsSortedAsItsConstructorSortsIt) {
     return mkAdd({mkMul({mkRead(a, i), mkRead(b, i), mkConst(2)}), mkRead(b, i), mkConst(1)});
   };
   Term t = build(1, 3);
-  for (auto [to1, to3] : {std::pair<ClassId, ClassId>{2, 4}, {5, 4}, {4, 4}}) {
+  for (std::pair<ClassId, ClassId> images : {std::pair<ClassId, ClassId>{2, 4}, {5, 4}, {4, 4}}) {
+    ClassId to1 = images.first, to3 = images.second; // named, not bound: clang's lambdas cannot capture a binding
     Term renamed = renameClasses(t, [&](ClassId c) { return c == 1 ? to1 : c == 3 ? to3 : c; });
     Term direct = build(to1, to3);
     EXPECT_TRUE(sameTerm(renamed, direct)) << to1 << " " << to3;
