@@ -162,10 +162,8 @@ ClassId ClassTable::intern(ClassInfo info, bool &created) {
 }
 
 ClassId ClassTable::addNew(ClassInfo info) {
-  size_t h = info.def->hash;
-  ClassId id = add(std::move(info));
-  byHash_[key(h)].push_back(id);
-  return id;
+  info.finite = finitenessOf(*this, info);
+  return addImage(std::move(info));
 }
 
 ClassId ClassTable::addImage(ClassInfo info) {
