@@ -209,19 +209,19 @@ Term batchNorm(const OpInputs &in, const OpResult &, unsigned, const IndexVec &i
 std::vector<OpDef> activationOps() {
   using C = OpClass;
   return {
-      opRow("LeakyRelu", C::Compute, inferActivation, activation),
-      opRow("Elu", C::Compute, inferActivation, activation),
-      opRow("Celu", C::Compute, inferActivation, activation),
-      opRow("Selu", C::Compute, inferActivation, activation),
-      opRow("HardSigmoid", C::Compute, inferActivation, activation),
-      opRow("HardSwish", C::Compute, inferActivation, activation),
-      opRow("Softplus", C::Compute, inferActivation, activation),
-      opRow("PRelu", C::Compute, inferPRelu, prelu),
-      opRow("Floor", C::Compute, inferUnary, rounding),
-      opRow("Ceil", C::Compute, inferUnary, rounding),
-      opRow("Round", C::Compute, inferUnary, rounding),
-      opRow("Sign", C::Compute, inferUnary, rounding),
-      opRow("BatchNormalization", C::Compute, inferBatchNorm, batchNorm),
+      opRow("LeakyRelu", C::Compute, {1, 1}, inferActivation, activation),
+      opRow("Elu", C::Compute, {1, 1}, inferActivation, activation),
+      opRow("Celu", C::Compute, {1, 1}, inferActivation, activation),
+      opRow("Selu", C::Compute, {1, 1}, inferActivation, activation),
+      opRow("HardSigmoid", C::Compute, {1, 1}, inferActivation, activation),
+      opRow("HardSwish", C::Compute, {1, 1}, inferActivation, activation),
+      opRow("Softplus", C::Compute, {1, 1}, inferActivation, activation),
+      opRow("PRelu", C::Compute, {2, 2}, inferPRelu, prelu),
+      opRow("Floor", C::Compute, {1, 1}, inferUnary, rounding),
+      opRow("Ceil", C::Compute, {1, 1}, inferUnary, rounding),
+      opRow("Round", C::Compute, {1, 1}, inferUnary, rounding),
+      opRow("Sign", C::Compute, {1, 1}, inferUnary, rounding),
+      opRow("BatchNormalization", C::Compute, {5, 5}, inferBatchNorm, batchNorm),
   };
 }
 

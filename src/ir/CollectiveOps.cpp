@@ -241,11 +241,11 @@ std::vector<OpDef> collectiveOps() {
   using C = OpClass;
   std::vector<OpDef> out;
   for (const char *dom : {"com.microsoft", "shardproof"}) {
-    out.push_back(OpDef{dom, "AllReduce", C::Collective, inferAllReduce, nullptr, &kAllReduce});
-    out.push_back(OpDef{dom, "AllGather", C::Collective, inferAllGather, nullptr, &kAllGather});
+    out.push_back(OpDef{dom, "AllReduce", C::Collective, {1, 1}, inferAllReduce, nullptr, &kAllReduce});
+    out.push_back(OpDef{dom, "AllGather", C::Collective, {1, 1}, inferAllGather, nullptr, &kAllGather});
   }
-  out.push_back(OpDef{"shardproof", "ReduceScatter", C::Collective, inferReduceScatter, nullptr, &kReduceScatter});
-  out.push_back(OpDef{"shardproof", "AllToAll", C::Collective, inferAllToAll, nullptr, &kAllToAll});
+  out.push_back(OpDef{"shardproof", "ReduceScatter", C::Collective, {1, 1}, inferReduceScatter, nullptr, &kReduceScatter});
+  out.push_back(OpDef{"shardproof", "AllToAll", C::Collective, {1, 1}, inferAllToAll, nullptr, &kAllToAll});
   return out;
 }
 

@@ -16,6 +16,14 @@ llvm::Expected<OpResult> inferSame(const OpInputs &in) {
   return r;
 }
 
+// com.microsoft's FastGelu takes an optional bias added before the function;
+// read as plain FastGelu(x) it would be silently dropped.
+llvm::Expected<OpResult> inferFastGelu(const OpInputs &in) {
+  if (in.has(1))
+    return unsupportedError("node " + describe(in.node) + ": FastGelu with a bias input");
+  return inferSame(in);
+}
+
 llvm::Expected<OpResult> inferBroadcast(const OpInputs &in) {
   bool cmp = in.node.opType == "Equal" || in.node.opType == "Less" || in.node.opType == "Greater";
   return broadcastResult(in, cmp ? DType::Bool : in.dtypes[0]);
@@ -230,33 +238,33 @@ Term clip(const OpInputs &in, const OpResult &, unsigned, const IndexVec &idx, c
 std::vector<OpDef> elementwiseOps() {
   using C = OpClass;
   return {
-      opRow("Identity", C::View, inferSame, identity),
-      opRow("Neg", C::Compute, inferSame, neg),
-      opRow("Reciprocal", C::Compute, inferSame, recip),
-      opRow("Erf", C::Compute, inferSame, unary<Fn::Erf>),
-      opRow("Tanh", C::Compute, inferSame, unary<Fn::Tanh>),
-      opRow("Exp", C::Compute, inferSame, unary<Fn::Exp>),
-      opRow("Log", C::Compute, inferSame, unary<Fn::Log>),
-      opRow("Sqrt", C::Compute, inferSame, unary<Fn::Sqrt>),
-      opRow("Sigmoid", C::Compute, inferSame, unary<Fn::Sigmoid>),
-      opRow("Relu", C::Compute, inferSame, unary<Fn::Relu>),
-      opRow("Abs", C::Compute, inferSame, unary<Fn::Abs>),
-      opRow("Cos", C::Compute, inferSame, unary<Fn::Cos>),
-      opRow("Sin", C::Compute, inferSame, unary<Fn::Sin>),
-      opRow("Gelu", C::Compute, inferSame, opaqueUnary),
-      opRow("Gelu", C::Compute, inferSame, opaqueUnary, "com.microsoft"),
-      opRow("FastGelu", C::Compute, inferSame, opaqueUnary, "com.microsoft"),
-      opRow("Add", C::Compute, inferBroadcast, add),
-      opRow("Sub", C::Compute, inferBroadcast, sub),
-      opRow("Mul", C::Compute, inferBroadcast, mul),
-      opRow("Div", C::Compute, inferDivMod, divMod),
-      opRow("Mod", C::Compute, inferDivMod, divMod),
-      opRow("Pow", C::Compute, inferBroadcast, power),
-      opRow("Max", C::Compute, inferBroadcast, variadic<Fn::Max2>),
-      opRow("Min", C::Compute, inferBroadcast, variadic<Fn::Min2>),
-      opRow("Sum", C::Compute, inferBroadcast, variadic<Fn::Add>),
-      opRow("Cast", C::Compute, inferCast, cast),
-      opRow("Clip", C::Compute, inferClip, clip),
+      opRow("Identity", C::View, {1, 1}, inferSame, identity),
+      opRow("Neg", C::Compute, {1, 1}, inferSame, neg),
+      opRow("Reciprocal", C::Compute, {1, 1}, inferSame, recip),
+      opRow("Erf", C::Compute, {1, 1}, inferSame, unary<Fn::Erf>),
+      opRow("Tanh", C::Compute, {1, 1}, inferSame, unary<Fn::Tanh>),
+      opRow("Exp", C::Compute, {1, 1}, inferSame, unary<Fn::Exp>),
+      opRow("Log", C::Compute, {1, 1}, inferSame, unary<Fn::Log>),
+      opRow("Sqrt", C::Compute, {1, 1}, inferSame, unary<Fn::Sqrt>),
+      opRow("Sigmoid", C::Compute, {1, 1}, inferSame, unary<Fn::Sigmoid>),
+      opRow("Relu", C::Compute, {1, 1}, inferSame, unary<Fn::Relu>),
+      opRow("Abs", C::Compute, {1, 1}, inferSame, unary<Fn::Abs>),
+      opRow("Cos", C::Compute, {1, 1}, inferSame, unary<Fn::Cos>),
+      opRow("Sin", C::Compute, {1, 1}, inferSame, unary<Fn::Sin>),
+      opRow("Gelu", C::Compute, {1, 1}, inferSame, opaqueUnary),
+      opRow("Gelu", C::Compute, {1, 1}, inferSame, opaqueUnary, "com.microsoft"),
+      opRow("FastGelu", C::Compute, {1, 2}, inferFastGelu, opaqueUnary, "com.microsoft"),
+      opRow("Add", C::Compute, {2, 2}, inferBroadcast, add),
+      opRow("Sub", C::Compute, {2, 2}, inferBroadcast, sub),
+      opRow("Mul", C::Compute, {2, 2}, inferBroadcast, mul),
+      opRow("Div", C::Compute, {2, 2}, inferDivMod, divMod),
+      opRow("Mod", C::Compute, {2, 2}, inferDivMod, divMod),
+      opRow("Pow", C::Compute, {2, 2}, inferBroadcast, power),
+      opRow("Max", C::Compute, {1, Arity::kAnyCount}, inferBroadcast, variadic<Fn::Max2>),
+      opRow("Min", C::Compute, {1, Arity::kAnyCount}, inferBroadcast, variadic<Fn::Min2>),
+      opRow("Sum", C::Compute, {1, Arity::kAnyCount}, inferBroadcast, variadic<Fn::Add>),
+      opRow("Cast", C::Compute, {1, 1}, inferCast, cast),
+      opRow("Clip", C::Compute, {1, 3}, inferClip, clip),
   };
 }
 

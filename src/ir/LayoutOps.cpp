@@ -444,15 +444,15 @@ llvm::Expected<OpResult> inferShape(const OpInputs &in) {
 std::vector<OpDef> layoutOps() {
   using C = OpClass;
   return {
-      opRow("Transpose", C::View, inferTranspose, transpose),
-      opRow("Reshape", C::View, inferReshape, reshape),
-      opRow("Flatten", C::View, inferFlatten, reshape),
-      opRow("Concat", C::View, inferConcat, concat),
-      opRow("Split", C::View, inferSplit, split),
-      opRow("Unsqueeze", C::View, inferUnsqueeze, unsqueeze),
-      opRow("Squeeze", C::View, inferSqueeze, squeeze),
-      opRow("Constant", C::Compute, inferConstant, constant),
-      opRow("Shape", C::ShapeOnly, inferShape, nullptr),
+      opRow("Transpose", C::View, {1, 1}, inferTranspose, transpose),
+      opRow("Reshape", C::View, {1, 2}, inferReshape, reshape),
+      opRow("Flatten", C::View, {1, 1}, inferFlatten, reshape),
+      opRow("Concat", C::View, {1, Arity::kAnyCount}, inferConcat, concat),
+      opRow("Split", C::View, {1, 2}, inferSplit, split),
+      opRow("Unsqueeze", C::View, {1, 2}, inferUnsqueeze, unsqueeze),
+      opRow("Squeeze", C::View, {1, 2}, inferSqueeze, squeeze),
+      opRow("Constant", C::Compute, {0, 0}, inferConstant, constant),
+      opRow("Shape", C::ShapeOnly, {1, 1}, inferShape, nullptr),
   };
 }
 

@@ -354,9 +354,9 @@ Term einsum(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx
 
 std::vector<OpDef> linalgOps() {
   return {
-      OpDef{"", "MatMul", OpClass::Compute, inferMatMul, matmul},
-      OpDef{"", "Gemm", OpClass::Compute, inferGemm, gemm},
-      OpDef{"", "Einsum", OpClass::Compute, inferEinsum, einsum},
+      OpDef{"", "MatMul", OpClass::Compute, {2, 2}, inferMatMul, matmul},
+      OpDef{"", "Gemm", OpClass::Compute, {2, 3}, inferGemm, gemm},
+      OpDef{"", "Einsum", OpClass::Compute, {1, Arity::kAnyCount}, inferEinsum, einsum},
   };
 }
 

@@ -56,6 +56,33 @@ std::vector<const OpDef *> allOps() {
   return out;
 }
 
+static std::string countText(Arity a) {
+  if (a.max == Arity::kAnyCount)
+    return "at least " + std::to_string(a.min);
+  if (a.min == a.max)
+    return std::to_string(a.min);
+  return std::to_string(a.min) + " to " + std::to_string(a.max);
+}
+
+std::optional<std::string> arityProblem(const OpDef &def, const Node &n, size_t count, size_t firstEmpty) {
+  if (count < def.inputs.min || count > def.inputs.max)
+    return "node " + describe(n) + " has " + std::to_string(count) + (count == 1 ? " input; " : " inputs; ") +
+           def.type + " takes " + countText(def.inputs);
+  if (firstEmpty < def.inputs.min)
+    return "node " + describe(n) + ": input " + std::to_string(firstEmpty) + " of " + def.type +
+           " is required but left empty";
+  return std::nullopt;
+}
+
+llvm::Expected<OpResult> inferNode(const OpDef &def, const OpInputs &in) {
+  size_t firstEmpty = 0;
+  while (firstEmpty < in.shapes.size() && in.has(static_cast<unsigned>(firstEmpty)))
+    ++firstEmpty;
+  if (auto why = arityProblem(def, in.node, in.shapes.size(), firstEmpty))
+    return userError(*why);
+  return def.infer(in);
+}
+
 llvm::Expected<std::vector<smt::Expr>> intInput(const OpInputs &in, unsigned i, const char *what) {
   if (i >= in.values.size() || !in.values[i])
     return unsupportedError("node " + describe(in.node) + ": " + what +

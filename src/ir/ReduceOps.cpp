@@ -339,20 +339,20 @@ Term instanceNorm(const OpInputs &in, const OpResult &r, unsigned, const IndexVe
 
 std::vector<OpDef> reduceOps() {
   return {
-      opRow("ReduceSum", OpClass::Compute, inferReduce, reduceSum),
-      opRow("ReduceMean", OpClass::Compute, inferReduce, reduceMean),
-      opRow("ReduceMax", OpClass::Compute, inferReduce, reduceBy<Fn::Max2>),
-      opRow("ReduceMin", OpClass::Compute, inferReduce, reduceBy<Fn::Min2>),
-      opRow("ReduceProd", OpClass::Compute, inferReduce, reduceBy<Fn::Mul>),
-      opRow("ReduceL1", OpClass::Compute, inferReduce, reduceL1),
-      opRow("ReduceL2", OpClass::Compute, inferReduce, reduceL2),
-      opRow("ReduceSumSquare", OpClass::Compute, inferReduce, reduceSumSquare),
-      opRow("ReduceLogSum", OpClass::Compute, inferReduce, reduceLogSum),
-      opRow("ReduceLogSumExp", OpClass::Compute, inferReduce, reduceLogSumExp),
-      opRow("InstanceNormalization", OpClass::Compute, inferInstanceNorm, instanceNorm),
-      opRow("Softmax", OpClass::Compute, inferSoftmax, softmax),
-      opRow("LogSoftmax", OpClass::Compute, inferSoftmax, logSoftmax),
-      opRow("LayerNormalization", OpClass::Compute, inferLayerNorm, layerNorm),
+      opRow("ReduceSum", OpClass::Compute, {1, 2}, inferReduce, reduceSum),
+      opRow("ReduceMean", OpClass::Compute, {1, 2}, inferReduce, reduceMean),
+      opRow("ReduceMax", OpClass::Compute, {1, 2}, inferReduce, reduceBy<Fn::Max2>),
+      opRow("ReduceMin", OpClass::Compute, {1, 2}, inferReduce, reduceBy<Fn::Min2>),
+      opRow("ReduceProd", OpClass::Compute, {1, 2}, inferReduce, reduceBy<Fn::Mul>),
+      opRow("ReduceL1", OpClass::Compute, {1, 2}, inferReduce, reduceL1),
+      opRow("ReduceL2", OpClass::Compute, {1, 2}, inferReduce, reduceL2),
+      opRow("ReduceSumSquare", OpClass::Compute, {1, 2}, inferReduce, reduceSumSquare),
+      opRow("ReduceLogSum", OpClass::Compute, {1, 2}, inferReduce, reduceLogSum),
+      opRow("ReduceLogSumExp", OpClass::Compute, {1, 2}, inferReduce, reduceLogSumExp),
+      opRow("InstanceNormalization", OpClass::Compute, {3, 3}, inferInstanceNorm, instanceNorm),
+      opRow("Softmax", OpClass::Compute, {1, 1}, inferSoftmax, softmax),
+      opRow("LogSoftmax", OpClass::Compute, {1, 1}, inferSoftmax, logSoftmax),
+      opRow("LayerNormalization", OpClass::Compute, {2, 3}, inferLayerNorm, layerNorm),
   };
 }
 

@@ -214,10 +214,10 @@ Term topK(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &
 std::vector<OpDef> scanOps() {
   using C = OpClass;
   return {
-      opRow("CumSum", C::Compute, inferCumSum, cumSum),
-      opRow("ArgMax", C::Compute, inferArg, argExtremum),
-      opRow("ArgMin", C::Compute, inferArg, argExtremum),
-      opRow("TopK", C::Compute, inferTopK, topK),
+      opRow("CumSum", C::Compute, {2, 2}, inferCumSum, cumSum),
+      opRow("ArgMax", C::Compute, {1, 1}, inferArg, argExtremum),
+      opRow("ArgMin", C::Compute, {1, 1}, inferArg, argExtremum),
+      opRow("TopK", C::Compute, {2, 2}, inferTopK, topK),
   };
 }
 

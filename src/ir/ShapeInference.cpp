@@ -61,7 +61,7 @@ std::vector<InferredValue> inferShapes(const Graph &g, int worldSize, std::vecto
     }
     if (!known)
       continue;
-    auto res = def->infer(in);
+    auto res = inferNode(*def, in);
     if (!res) {
       llvm::consumeError(res.takeError());
       continue;

@@ -231,8 +231,8 @@ Term pad(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, c
 std::vector<OpDef> sliceOps() {
   using C = OpClass;
   return {
-      opRow("Slice", C::View, inferSlice, slice),
-      opRow("Pad", C::Compute, inferPad, pad),
+      opRow("Slice", C::View, {1, 5}, inferSlice, slice),
+      opRow("Pad", C::Compute, {1, 4}, inferPad, pad),
   };
 }
 

@@ -480,12 +480,12 @@ Term resize(const OpInputs &, const OpResult &r, unsigned, const IndexVec &idx, 
 
 std::vector<OpDef> windowOps() {
   return {
-      opRow("Conv", OpClass::Compute, inferConv, conv),
-      opRow("AveragePool", OpClass::Compute, inferAveragePool, averagePool),
-      opRow("MaxPool", OpClass::Compute, inferMaxPool, maxPool),
-      opRow("GlobalAveragePool", OpClass::Compute, inferGlobalPool, globalAverage),
-      opRow("GlobalMaxPool", OpClass::Compute, inferGlobalPool, globalMax),
-      opRow("Resize", OpClass::View, inferResize, resize),
+      opRow("Conv", OpClass::Compute, {2, 3}, inferConv, conv),
+      opRow("AveragePool", OpClass::Compute, {1, 1}, inferAveragePool, averagePool),
+      opRow("MaxPool", OpClass::Compute, {1, 1}, inferMaxPool, maxPool),
+      opRow("GlobalAveragePool", OpClass::Compute, {1, 1}, inferGlobalPool, globalAverage),
+      opRow("GlobalMaxPool", OpClass::Compute, {1, 1}, inferGlobalPool, globalMax),
+      opRow("Resize", OpClass::View, {1, 4}, inferResize, resize),
   };
 }
 

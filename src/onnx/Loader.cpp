@@ -4,6 +4,7 @@
 #include "shardproof/onnx/Loader.h"
 
 #include "Proto.h"
+#include "shardproof/ir/Ops.h"
 
 #include <google/protobuf/arena.h>
 
@@ -348,6 +349,13 @@ private:
     for (int k = 0; k < np.input_size(); ++k) {
       assert(!reads[k] || reads[k]->second >= 0); // producers come first
       node.inputs.push_back(reads[k] ? reads[k]->second : -1);
+    }
+    // A known op with too few or too many inputs is a malformed file (a
+    // one-input Sub): said here, with the file, before anything reads input 1.
+    if (const ir::OpDef *def = ir::lookupOp(node.domain, node.opType)) {
+      size_t firstEmpty = std::find(node.inputs.begin(), node.inputs.end(), -1) - node.inputs.begin();
+      if (auto why = ir::arityProblem(*def, node, node.inputs.size(), firstEmpty))
+        return err(*why);
     }
     int nodeId = static_cast<int>(g_.nodes.size());
     for (int slot = 0; slot < np.output_size(); ++slot) {

@@ -60,7 +60,7 @@ llvm::Error NodeEvaluator::eval(const Graph &g, const Node &n, std::vector<Value
     m.terms = std::move(terms);
     rec.store(std::move(m));
   };
-  auto res = def->infer(in);
+  auto res = inferNode(*def, in);
   if (!res)
     return inferFailed(s, res.takeError());
   for (auto &o : res->obligations)

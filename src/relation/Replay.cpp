@@ -152,7 +152,7 @@ std::optional<std::vector<double>> Witness::runReference(int outputId, const std
       continue;
     // Indices read back from this run's own materialized tensors.
     in->indexValue = [this, &local](const Term &t) { return ints.indexValue(local, t); };
-    auto res = def->infer(*in);
+    auto res = inferNode(*def, *in);
     if (!res) {
       llvm::consumeError(res.takeError());
       continue;

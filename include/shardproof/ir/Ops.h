@@ -15,6 +15,7 @@
 
 #include <llvm/Support/Error.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -148,10 +149,20 @@ struct CollectiveDef {
   Term (*element)(const Node &n, const std::vector<Shape> &ins, int r, const IndexVec &idx, const RankReadFn &read);
 };
 
+/// How many inputs an op takes: the first `min` are required (never omitted),
+/// up to `max` in all (kAnyCount: variadic). The infer and element functions
+/// may index inputs [0, min) without checking; inferNode makes sure of it.
+struct Arity {
+  static constexpr uint16_t kAnyCount = UINT16_MAX;
+  uint16_t min = 1, max = 1;
+};
+
 struct OpDef {
   const char *domain; // "" for ONNX, "com.microsoft", "shardproof"
   const char *type;
   OpClass cls;
+  Arity inputs;
+  /// Called through inferNode, which checks the arity first.
   llvm::Expected<OpResult> (*infer)(const OpInputs &in);
   /// Element of output `slot` at `idx` (binder depth `level`); null for collectives.
   Term (*element)(const OpInputs &in, const OpResult &r, unsigned slot, const IndexVec &idx,
@@ -164,6 +175,14 @@ struct OpDef {
 const OpDef *lookupOp(const std::string &domain, const std::string &type);
 /// All supported ops (for docs and --list-ops).
 std::vector<const OpDef *> allOps();
+/// `def.infer(in)` once the node's inputs fit `def.inputs`: a count out of
+/// range, or a required input left empty, is an input error naming the node
+/// (a malformed graph must not reach code that reads input 1 of a one-input Sub).
+llvm::Expected<OpResult> inferNode(const OpDef &def, const OpInputs &in);
+/// Why `count` inputs, the first empty one at `firstEmpty` (>= count: none),
+/// do not fit `def.inputs`; nullopt if they do. The loader asks it of every
+/// node of a file, so a malformed node is named with its file.
+std::optional<std::string> arityProblem(const OpDef &def, const Node &n, size_t count, size_t firstEmpty);
 /// The call a collective node makes, as every rank's k-th call must equal it
 /// ("AllReduce:sum", "AllGather axis=1"); ranks making different calls would deadlock.
 std::string collectiveCall(const Node &n);
@@ -216,9 +235,9 @@ struct ReduceState : OpState {
 std::optional<IntTensor> foldIntValues(const OpInputs &in, const OpResult &r, unsigned slot);
 
 /// One row of the op table (domain "" is ONNX's default domain).
-inline OpDef opRow(const char *type, OpClass c, decltype(OpDef::infer) infer, decltype(OpDef::element) element,
-                   const char *domain = "") {
-  return OpDef{domain, type, c, infer, element, nullptr};
+inline OpDef opRow(const char *type, OpClass c, Arity inputs, decltype(OpDef::infer) infer,
+                   decltype(OpDef::element) element, const char *domain = "") {
+  return OpDef{domain, type, c, inputs, infer, element, nullptr};
 }
 
 // The op families register themselves through these lists (one per file).

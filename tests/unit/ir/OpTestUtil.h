@@ -73,7 +73,7 @@ inline std::optional<OpResult> inferOp(const OpInputs &in, TakenError &error) {
   EXPECT_NE(def, nullptr) << in.node.opType;
   if (!def)
     return std::nullopt;
-  auto r = def->infer(in);
+  auto r = inferNode(*def, in);
   if (!r) {
     error = takeError(r.takeError());
     return std::nullopt;
