@@ -2,6 +2,8 @@
 
 #include <llvm/Support/JSON.h>
 
+#include <algorithm>
+
 namespace shardproof::report {
 
 using namespace relation;
@@ -86,44 +88,57 @@ std::string toJson(const Result &r, const Context &ctx) {
                      {"peak_rss_kib", static_cast<int64_t>(st.peakRssKiB)},
                      {"solver_queries_by_kind", std::move(queries)},
                      {"slowest_reference_nodes", std::move(slowest)}};
-  // A string value without a copy (StringRef values are kept by reference).
-  auto str = [](const std::string &s) { return json::Value(llvm::StringRef(s)); };
   std::string s;
   llvm::raw_string_ostream os(s);
+  // Buffered: unbuffered, as raw_string_ostream starts, every escaped
+  // character of 10 MB of rows was a call down to std::string::append.
+  os.SetBufferSize(1 << 16);
   {
     json::OStream out(os, 2);
+    // A string value as llvm::json writes it. Most (names, relations) hold
+    // nothing to escape and are written whole; the rest go through Value,
+    // which escapes and repairs invalid UTF-8.
+    auto str = [&out](const std::string &v) {
+      bool plain = std::all_of(v.begin(), v.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+      if (plain)
+        out.rawValue([&](llvm::raw_ostream &o) { o << '"' << v << '"'; });
+      else
+        out.value(json::Value(llvm::StringRef(v)));
+    };
+    auto field = [&](llvm::StringRef key, const std::string &v) { out.attributeBegin(key), str(v), out.attributeEnd(); };
     out.object([&] {
       out.attribute("failures", std::move(fails));
       out.attribute("notes", std::move(notes));
       out.attributeArray("outputs", [&] {
         for (auto &o : r.outputs)
           out.object([&] {
-            out.attribute("detail", str(o.detail));
-            out.attribute("tensor", str(o.tensor));
+            field("detail", o.detail);
+            field("tensor", o.tensor);
             out.attribute("verdict", toString(o.verdict));
           });
       });
       out.attribute("ranks", std::move(ranks));
-      out.attribute("reason", str(r.reason));
-      out.attribute("reference", str(ctx.reference));
+      field("reason", r.reason);
+      field("reference", ctx.reference);
       out.attributeArray("relations", [&] {
         for (auto &row : r.rows)
           out.object([&] {
-            out.attribute("module", str(row.module));
-            out.attribute("node", str(row.node));
-            out.attribute("op", str(row.op));
-            out.attribute("relation", str(row.relation));
+            field("module", row.module);
+            field("node", row.node);
+            field("op", row.op);
+            field("relation", row.relation);
             out.attribute("status", status[row.status]);
-            out.attribute("tensor", str(row.tensor));
+            field("tensor", row.tensor);
           });
       });
-      out.attribute("spec", str(ctx.specPath));
+      field("spec", ctx.specPath);
       out.attribute("stats", std::move(stats));
       out.attribute("verdict", toString(r.verdict));
     });
   }
+  os << "\n";
   os.flush();
-  return s + "\n";
+  return s;
 }
 
 } // namespace shardproof::report

@@ -18,7 +18,7 @@ relation::Result awkwardResult() {
   relation::Result r;
   r.verdict = relation::Verdict::Refuted;
   r.reason = "output 'y' differs";
-  const char *names[] = {"x", "/blocks.0/attn/\"quoted\"\\path", "tab\there", "caf\xc3\xa9"};
+  const char *names[] = {"x", "/blocks.0/attn/\"quoted\"\\path", "tab\there\x01 del\x7f", "caf\xc3\xa9"};
   RelationRow::Status statuses[] = {RelationRow::Input, RelationRow::Matched, RelationRow::View,
                                     RelationRow::Unmatched};
   for (int i = 0; i < 4; ++i) {
@@ -80,7 +80,7 @@ TEST(JsonReport, StreamedTextIsWhatTheSameValuePrints) {
     return (*rows)[i].getAsObject()->getString(key).value_or("(missing)").str();
   };
   EXPECT_EQ(field(1, "tensor"), "/blocks.0/attn/\"quoted\"\\path");
-  EXPECT_EQ(field(2, "tensor"), "tab\there");
+  EXPECT_EQ(field(2, "tensor"), "tab\there\x01 del\x7f");
   EXPECT_EQ(field(3, "status"), "unmatched");
   EXPECT_EQ(top->getObject("stats")->getInteger("numeric_probes").value_or(-1), 3);
 }
