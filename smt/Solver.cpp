@@ -772,12 +772,23 @@ Model Solver::shrink(const std::string &name, const Expr &formula, const Model &
     int64_t lo = std::min<int64_t>(hi, 0);
     // Lower end: the smallest value we bother trying; sizes are rarely negative.
     unsigned budget = 24;
+    // Over a range the budget bisects exactly, whether a smaller value exists
+    // needs no model: asked without one, of the incremental solver (no fresh
+    // solver with every assumption per step, 5 ms each). A wider range takes
+    // each model's value as the next upper end, to finish within the budget.
+    const bool exact = hi - lo <= (int64_t{1} << 20);
+    bool moved = false;
     while (lo < hi && budget--) {
       int64_t mid = lo + (hi - lo) / 2;
-      CheckResult r = run(name + ".shrink", pinned && var <= Expr::intConst(mid));
+      CheckResult r = run(name + ".shrink", pinned && var <= Expr::intConst(mid), false, /*wantModel=*/!exact);
       if (r.result == Result::Sat) {
-        best = r.model;
-        hi = *best.get(v);
+        if (exact) {
+          hi = mid;
+          moved = true;
+        } else {
+          best = r.model;
+          hi = *best.get(v);
+        }
       } else if (r.result == Result::Unsat) {
         lo = mid + 1;
       } else {
@@ -785,6 +796,14 @@ Model Solver::shrink(const std::string &name, const Expr &formula, const Model &
       }
     }
     pinned = pinned && var == Expr::intConst(hi);
+    // The next variable starts from `best`'s value, which must agree with the
+    // values pinned so far.
+    if (moved && &v != &vars.back()) {
+      CheckResult r = run(name + ".shrink", pinned);
+      if (r.result != Result::Sat)
+        break;
+      best = r.model;
+    }
   }
   // One final model with every variable pinned, so the values are consistent;
   // from a fresh solver, so the report does not depend on earlier queries.
