@@ -246,6 +246,58 @@ bool IntervalProver::provesOne(const Ineq &goal, const std::vector<const Ineq *>
   return false;
 }
 
+void IntervalProver::narrowQuotient(unsigned atom, Box &box) {
+  auto it = atoms_.find(atom);
+  if (it == atoms_.end())
+    return;
+  Z3_ast a = raw(it->second);
+  Z3_decl_kind k = kindOf(a);
+  if ((k != Z3_OP_IDIV && k != Z3_OP_DIV && k != Z3_OP_MOD) || numArgs(a) != 2 || !argOf(a, 0).isInt())
+    return;
+  auto c = argOf(a, 1).asInt();
+  if (!c || *c <= 0)
+    return;
+  Linear d;
+  d.add(argOf(a, 0), 1);
+  if (d.overflow || d.constant == kMin)
+    return;
+  Ineq x, negX; // the dividend, and its negation (whose lower end is -x's upper)
+  x.constant = d.constant;
+  negX.constant = -d.constant;
+  for (auto &[id, term] : d.terms) {
+    if (term.first == 0)
+      continue;
+    if (term.first == kMin)
+      return;
+    x.terms.push_back({id, term.first});
+    negX.terms.push_back({id, -term.first});
+  }
+  std::optional<I128> lo = box.lower(x), negHi = box.lower(negX);
+  std::optional<I128> hi;
+  if (negHi)
+    hi = -*negHi;
+  // Z3's div is Euclid's, floor division for a positive divisor.
+  auto floorDiv = [](I128 v, I128 q) { return v >= 0 ? v / q : -((-v + q - 1) / q); };
+  std::optional<int64_t> from, to;
+  if (k == Z3_OP_MOD) { // in [0, c-1]; x less its block's start when x's range lies in one block
+    from = 0, to = *c - 1;
+    if (lo && hi && floorDiv(*lo, *c) == floorDiv(*hi, *c)) {
+      I128 base = floorDiv(*lo, *c) * *c;
+      from = static_cast<int64_t>(*lo - base), to = static_cast<int64_t>(*hi - base);
+    }
+  } else {
+    if (lo && fits(floorDiv(*lo, *c)))
+      from = static_cast<int64_t>(floorDiv(*lo, *c));
+    if (hi && fits(floorDiv(*hi, *c)))
+      to = static_cast<int64_t>(floorDiv(*hi, *c));
+  }
+  auto &r = box.range[atom];
+  if (from)
+    r.first = r.first ? std::max(*r.first, *from) : *from;
+  if (to)
+    r.second = r.second ? std::min(*r.second, *to) : *to;
+}
+
 // `not x`, kept as it is (Expr's ! folds a double negation): a literal whose
 // negation, read as a fact, is x.
 static Expr asFact(const Expr &x) { return fromRaw(Z3_mk_not(ctx(), raw(x))); }
@@ -337,6 +389,17 @@ bool IntervalProver::decide(const Expr &formula, const SizeFacts &sizes, const s
         facts.push_back(&r);
         narrow(r);
       }
+  // An integer division or remainder by a positive constant whose dividend
+  // the box bounds: a split axis's head index, `i div 16` with 16 <= i < 32,
+  // is 1 (those goals went to Z3 at a millisecond each).
+  for (auto &alts : goalAlts)
+    for (auto &alt : alts)
+      for (const Ineq &e : alt)
+        for (auto &t : e.terms)
+          narrowQuotient(t.first, box);
+  for (const Ineq *f : facts)
+    for (auto &t : f->terms)
+      narrowQuotient(t.first, box);
   // Facts no point meets: an atom's range is empty, or a fact is negative on
   // the whole box.
   for (auto &[atom, r] : box.range)

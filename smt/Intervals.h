@@ -78,6 +78,9 @@ private:
   /// false when it is not a linear integer comparison.
   bool comparison(const Expr &cmp, bool negated, std::vector<std::vector<Ineq>> &alternatives);
   bool provesOne(const Ineq &goal, const std::vector<const Ineq *> &facts, const Box &box) const;
+  /// Narrows `atom`'s range when it is `x div c` or `x mod c` (c > 0) and
+  /// the box bounds x.
+  void narrowQuotient(unsigned atom, Box &box);
 
   // Parsed facts by AST id, each holding its Expr so ids stay unique; cleared
   // when it grows past a bound (paths repeat, goals rarely do).

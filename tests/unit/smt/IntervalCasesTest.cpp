@@ -154,3 +154,47 @@ TEST(IntervalCases, NoRandomGoalIsProvenThatZ3Refutes) {
                                   << tried << " proven)";
   EXPECT_GT(proven, 40u) << tried;
 }
+
+TEST(IntervalCases, AHeadIndexIsItsDividendsRangeDividedByTheHeadSize) {
+  // Query head i div 16 of a GQA layout, its two kv rows j: inside heads
+  // [16, 32) the row j + 2 * (i div 16) is in [2, 4). Those goals went to Z3.
+  Solver s;
+  Expr i = sym("i"), j = sym("j");
+  Expr row = j + k(2) * floorDiv(i, k(16));
+  Expr path = k(16) <= i && i < k(32) && k(0) <= j && j < k(2);
+  EXPECT_TRUE(s.prove("cond", implies(path, k(2) <= row && row < k(4)), false).proved());
+  EXPECT_EQ(s.totalQueries(), 0u) << "proven without Z3";
+  // One head further (i = 32) reads row 4.
+  Expr wide = k(16) <= i && i < k(33) && k(0) <= j && j < k(2);
+  EXPECT_EQ(s.prove("cond", implies(wide, row < k(4)), true).status, Proof::Refuted);
+  // A remainder whose dividend stays in one block of 16 is that dividend less
+  // the block's start: i in [20, 32) gives i mod 16 in [4, 15].
+  EXPECT_TRUE(s.prove("cond", implies(k(20) <= i && i < k(32), k(4) <= mod(i, k(16))), false).proved());
+  EXPECT_EQ(s.prove("cond", implies(k(19) <= i && i < k(32), k(4) <= mod(i, k(16))), true).status, Proof::Refuted);
+  EXPECT_EQ(s.prove("cond", implies(k(20) <= i && i < k(33), k(4) <= mod(i, k(16))), true).status, Proof::Refuted)
+      << "i = 32 crosses into the next block";
+}
+
+TEST(IntervalCases, NoRandomQuotientGoalIsProvenThatZ3Refutes) {
+  // Bounds on x div c and x mod c (c > 0, x of either sign) under a random
+  // box, each proof checked by Z3 alone.
+  Solver s, z3;
+  Expr x = sym("x"), y = sym("y");
+  std::mt19937 rng(29);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  unsigned proven = 0;
+  for (int round = 0; round < 600; ++round) {
+    int lo = pick(-60, 60), hi = lo + pick(0, 50), c = pick(1, 17);
+    Expr path = k(lo) <= x && x <= k(hi) && k(0) <= y && y < k(pick(1, 4));
+    Expr q = pick(0, 1) ? floorDiv(x + k(pick(-3, 3)), k(c)) : mod(x, k(c));
+    Expr t = pick(0, 1) ? q : y + k(pick(1, 3)) * q;
+    int glo = pick(-12, 12), ghi = glo + pick(0, 20);
+    Expr goal = pick(0, 2) ? (k(glo) <= t && t <= k(ghi)) : pick(0, 1) ? k(glo) <= t : t <= k(ghi);
+    Expr f = implies(path, goal);
+    if (!s.prove("random", f, false).proved())
+      continue;
+    ++proven;
+    EXPECT_EQ(z3.check("random", !f, false).result, Result::Unsat) << "proven but not valid: " << f.str();
+  }
+  EXPECT_GT(s.byIntervals(), 50u) << proven;
+}
