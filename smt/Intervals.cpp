@@ -246,7 +246,7 @@ bool IntervalProver::provesOne(const Ineq &goal, const std::vector<const Ineq *>
   return false;
 }
 
-void IntervalProver::narrowQuotient(unsigned atom, Box &box) {
+void IntervalProver::narrowQuotient(unsigned atom, Box &box, const std::function<void(unsigned)> &sizeMinimum) {
   auto it = atoms_.find(atom);
   if (it == atoms_.end())
     return;
@@ -271,6 +271,8 @@ void IntervalProver::narrowQuotient(unsigned atom, Box &box) {
       return;
     x.terms.push_back({id, term.first});
     negX.terms.push_back({id, -term.first});
+    atoms_.try_emplace(id, term.second);
+    sizeMinimum(id); // `seq div 8` with nothing but seq >= 1 known
   }
   std::optional<I128> lo = box.lower(x), negHi = box.lower(negX);
   std::optional<I128> hi;
@@ -396,10 +398,10 @@ bool IntervalProver::decide(const Expr &formula, const SizeFacts &sizes, const s
     for (auto &alt : alts)
       for (const Ineq &e : alt)
         for (auto &t : e.terms)
-          narrowQuotient(t.first, box);
+          narrowQuotient(t.first, box, sizeMinimum);
   for (const Ineq *f : facts)
     for (auto &t : f->terms)
-      narrowQuotient(t.first, box);
+      narrowQuotient(t.first, box, sizeMinimum);
   // Facts no point meets: an atom's range is empty, or a fact is negative on
   // the whole box.
   for (auto &[atom, r] : box.range)

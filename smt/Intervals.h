@@ -79,8 +79,8 @@ private:
   bool comparison(const Expr &cmp, bool negated, std::vector<std::vector<Ineq>> &alternatives);
   bool provesOne(const Ineq &goal, const std::vector<const Ineq *> &facts, const Box &box) const;
   /// Narrows `atom`'s range when it is `x div c` or `x mod c` (c > 0) and
-  /// the box bounds x.
-  void narrowQuotient(unsigned atom, Box &box);
+  /// the box bounds x (x's atoms given their size minimums first).
+  void narrowQuotient(unsigned atom, Box &box, const std::function<void(unsigned)> &sizeMinimum);
 
   // Parsed facts by AST id, each holding its Expr so ids stay unique; cleared
   // when it grows past a bound (paths repeat, goals rarely do).

@@ -173,6 +173,13 @@ TEST(IntervalCases, AHeadIndexIsItsDividendsRangeDividedByTheHeadSize) {
   EXPECT_EQ(s.prove("cond", implies(k(19) <= i && i < k(32), k(4) <= mod(i, k(16))), true).status, Proof::Refuted);
   EXPECT_EQ(s.prove("cond", implies(k(20) <= i && i < k(33), k(4) <= mod(i, k(16))), true).status, Proof::Refuted)
       << "i = 32 crosses into the next block";
+  // A size's quotient from the size's minimum alone: seq >= 1 gives seq div 8 >= 0.
+  Solver sized;
+  Expr seq = sym("seq");
+  sized.assume(seq >= k(1));
+  EXPECT_TRUE(sized.prove("obligation", k(0) <= floorDiv(seq, k(8)), false).proved());
+  EXPECT_EQ(sized.totalQueries(), 0u);
+  EXPECT_FALSE(sized.prove("obligation", k(1) <= floorDiv(seq, k(8)), false).proved()) << "seq = 1 gives 0";
 }
 
 TEST(IntervalCases, NoRandomQuotientGoalIsProvenThatZ3Refutes) {
