@@ -134,7 +134,7 @@ llvm::Expected<WalkResult> ReferenceWalk::run() {
     markNames.insert(name);
   // Whole layers taken as the layer below renamed (LayerCopy.h).
   ReferenceLayerCopy layers(core, nodes, refValues, raised, markNames, rankLayerMaps);
-  auto walk = [&](const Node &n) { return walkNode(n, *marks); };
+  auto walk = [&](const Node &n, bool evaluated) { return walkNode(n, *marks, evaluated); };
   for (size_t i = 0; i < ref.nodes.size();) {
     if (i == layers.stopAt()) {
       auto next = layers.atBoundary(walk);
@@ -190,7 +190,7 @@ static void noteNodeTime(std::vector<NodeTime> &slowest, const Node &n, double s
     slowest.pop_back();
 }
 
-llvm::Error ReferenceWalk::walkNode(const Node &n, const Checkpoints &checkpoints) {
+llvm::Error ReferenceWalk::walkNode(const Node &n, const Checkpoints &checkpoints, bool evaluated) {
   auto start = std::chrono::steady_clock::now();
   const double solverBefore = core.solver.totalSeconds();
   auto timed = llvm::make_scope_exit([&] {
@@ -206,8 +206,9 @@ llvm::Error ReferenceWalk::walkNode(const Node &n, const Checkpoints &checkpoint
   if (const OpDef *d = lookupOp(n.domain, n.opType); d && d->cls == OpClass::Collective)
     return userError("reference model " + core.ref.path + " contains the collective " + describe(n) +
                      "; the reference must be the single-device model");
-  if (auto e = nodes.eval(core.ref, n, refValues, -1, raised))
-    return e;
+  if (!evaluated)
+    if (auto e = nodes.eval(core.ref, n, refValues, -1, raised))
+      return e;
   for (int o : n.outputs)
     if (auto e = relateOutput(n, o, unknownBefore, checkpoints))
       return e;

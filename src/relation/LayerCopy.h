@@ -154,7 +154,9 @@ private:
 /// nodes are walked as any node.
 class ReferenceLayerCopy {
 public:
-  using WalkFn = std::function<llvm::Error(const ir::Node &)>;
+  /// Walks a node; `evaluated`: the copy evaluated it already (a Constant
+  /// node the body may read), so only its rows are left.
+  using WalkFn = std::function<llvm::Error(const ir::Node &, bool evaluated)>;
   /// `rankMaps`: the rank world's renamings per copied layer (LayerCopy),
   /// where the reference layer's renaming starts (each binding is checked
   /// like any other: only what the walk consulted matters).

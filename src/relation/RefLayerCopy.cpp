@@ -128,7 +128,7 @@ llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
   for (size_t n = stack.begin[k]; n < stack.begin[k + 1]; ++n) {
     const Node &na = g.nodes[n];
     if (stack.position[n] < 0) {
-      if (auto e = walk(na))
+      if (auto e = walk(na, /*evaluated=*/true)) // above, before the body was unified
         return std::move(e);
       continue;
     }

@@ -82,7 +82,8 @@ private:
   using Checkpoints = std::map<std::string, const spec::Placement *>;
   llvm::Expected<Checkpoints> checkpoints() const;
   void stopAtDeadline(const ir::Node &n);
-  llvm::Error walkNode(const ir::Node &n, const Checkpoints &checkpoints);
+  /// `evaluated`: a reference layer copy evaluated it already (its Constant nodes).
+  llvm::Error walkNode(const ir::Node &n, const Checkpoints &checkpoints, bool evaluated = false);
   llvm::Error relateOutput(const ir::Node &n, int o, unsigned unknownBefore, const Checkpoints &checkpoints);
   void reportUnsupported(const ir::Node &n, int o, RelationRow &row);
   RelationRow::Status coverOrView(const ir::Node &n, ValueInfo &v);
