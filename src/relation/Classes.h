@@ -8,9 +8,11 @@
 
 #include <llvm/ADT/DenseMap.h>
 
+#include <cstdio>
 #include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -23,6 +25,17 @@ using ir::Term;
 /// reals or -inf (a masked max), or unknown (+inf or NaN not ruled out).
 enum class Finiteness : uint8_t { Finite, FiniteOrNegInf, Unknown };
 
+/// A rank tensor's class label, "name@rank", in one allocation (a copied
+/// layer labels tens of thousands of images).
+inline std::string rankLabel(std::string_view name, int rank) {
+  char digits[12];
+  int n = std::snprintf(digits, sizeof digits, "@%d", rank);
+  std::string out;
+  out.reserve(name.size() + static_cast<size_t>(n));
+  out.append(name).append(digits, static_cast<size_t>(n));
+  return out;
+}
+
 // A new field that states a fact about the tensor (not a name) must also be
 // compared by sameFacts in NodeMemo.cpp, or a memoized result could be reused
 // for a class that differs in it.
@@ -32,7 +45,9 @@ struct ClassInfo {
   ir::Shape shape;
   Term def;           // Compute: element at pattern indices u!0.., over other classes
   int rank = -1;      // -1: shared by every rank (replicated leaf, collective output)
-  std::string node;   // producing node on its first rank ("" for leaves)
+  // The producing node's name on its first rank ("" for leaves): a view of
+  // that rank's graph, which outlives the check (not a copy per class).
+  std::string_view node;
   /// The rank values interned as this class (value ids in their rank's
   /// graph): a million in a 126-layer step, so ids, not text.
   struct Member {

@@ -277,7 +277,7 @@ bool LayerCopy::copy(int k) {
     ci.shape = from.shape;
     ci.rank = im.rank;
     ci.node = n.name;
-    ci.label = g.values[im.value].name + "@" + std::to_string(im.rank);
+    ci.label = rankLabel(g.values[im.value].name, im.rank);
     ci.finite = from.finite; // what it reads has the facts its class's reads have (above)
     ClassId id = classes.addImage(std::move(ci));
     SP_CHECK(id == sigma(im.from), "layer copy: class images out of order");

@@ -62,7 +62,7 @@ static void internValue(RankWorld &S, int r, const Node &n, int out, bool evenIf
     ci.shape = *v.shape;
     ci.rank = r;
     ci.node = n.name;
-    ci.label = S.ranks[r].values[out].name + "@" + std::to_string(r);
+    ci.label = rankLabel(S.ranks[r].values[out].name, r);
     c = S.classes.addNew(std::move(ci));
   }
   S.classes[c].join(r, out);
