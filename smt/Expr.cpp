@@ -526,6 +526,13 @@ static bool foldFloorMod(int64_t a, int64_t b, int64_t &r) {
   return true;
 }
 
+// Whether `m` is -1 * x (x the same AST as `x`).
+static bool isMinus(const Expr &m, const Expr &x) {
+  Z3_ast t = detail::raw(m);
+  return detail::kindOf(t) == Z3_OP_MUL && detail::numArgs(t) == 2 && detail::argOf(t, 0).asInt() == -1 &&
+         detail::argOf(t, 1).same(x);
+}
+
 Expr operator+(const Expr &a, const Expr &b) {
   if (!bothValid(a, b))
     return Expr();
@@ -536,6 +543,11 @@ Expr operator+(const Expr &a, const Expr &b) {
     return b;
   if (y && *y == 0)
     return a;
+  // a + -1*a prints as `a - a`, which a - b folds to 0: so does this, or a
+  // rendered expression would read back as another (spec relations must
+  // render to text that parses to the same rendering).
+  if (isMinus(b, a) || isMinus(a, b))
+    return Expr::intConst(0);
   Z3_ast args[2] = {detail::raw(a), detail::raw(b)};
   return detail::fromRaw(Z3_mk_add(ctx(), 2, args));
 }

@@ -69,6 +69,19 @@ TEST(SmtExpr, PrintsInfixForReports) {
   EXPECT_EQ((seq - Expr::intVar("k")).simplify().str().find("-") != std::string::npos, true);
 }
 
+// `s + -1*s` prints as `s - s`, which reads back as 0 (a - a folds): unless
+// the sum folds too, a relation's rendering reads back as another (the
+// relation fuzzer's finding).
+TEST(SmtExpr, APlusMinusOneTimesItselfIsZeroAsAMinusItselfIs) {
+  Expr s = Expr::intVar("s"), m = Expr::intVar("m");
+  Expr minusS = Expr::intConst(-1) * s;
+  EXPECT_EQ((s + minusS).asInt(), 0);
+  EXPECT_EQ((minusS + s).asInt(), 0);
+  EXPECT_EQ((s - s).asInt(), 0);
+  EXPECT_EQ((s + minusS - m).str(), (s - s - m).str());
+  EXPECT_EQ((s + Expr::intConst(-2) * s).str(), "s - 2*s") << "only -1 prints as a plain minus";
+}
+
 TEST(SmtExpr, AFactorThatIsAQuotientKeepsItsParentheses) {
   Expr seq = Expr::intVar("seq"), q = Expr::intVar("q");
   Expr two = Expr::intConst(2), three = Expr::intConst(3);
