@@ -1,4 +1,5 @@
 #include "shardproof/ir/Layers.h"
+#include "shardproof/ir/Ops.h"
 
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
@@ -71,7 +72,10 @@ int layerNumber(const Node &n, std::string *container) {
   return k;
 }
 
-bool isConstantNode(const Node &n) { return n.opType == "Constant" && n.domain.empty() && n.inputs.empty(); }
+bool isConstantNode(const Node &n) {
+  static const OpDef *constant = lookupOp("", "Constant");
+  return (n.op ? n.op == constant : n.opType == "Constant" && n.domain.empty()) && n.inputs.empty();
+}
 
 static bool sameAttribute(const Attribute &a, const Attribute &b) {
   if (a.kind != b.kind || a.i != b.i || a.s != b.s || a.ints != b.ints || a.strings != b.strings)
@@ -95,7 +99,10 @@ static bool sameAttribute(const Attribute &a, const Attribute &b) {
 }
 
 static bool sameNode(const Node &a, const Node &b) {
-  if (a.opType != b.opType || a.domain != b.domain || a.inputs.size() != b.inputs.size() ||
+  // The same table row is the same (domain, type): two strings not compared.
+  if (a.op && b.op ? a.op != b.op : a.opType != b.opType || a.domain != b.domain)
+    return false;
+  if (a.inputs.size() != b.inputs.size() ||
       a.outputs.size() != b.outputs.size() || a.attrs.size() != b.attrs.size())
     return false;
   for (auto ia = a.attrs.begin(), ib = b.attrs.begin(); ia != a.attrs.end(); ++ia, ++ib)

@@ -352,7 +352,8 @@ private:
     }
     // A known op with too few or too many inputs is a malformed file (a
     // one-input Sub): said here, with the file, before anything reads input 1.
-    if (const ir::OpDef *def = ir::lookupOp(node.domain, node.opType)) {
+    node.op = ir::lookupOp(node.domain, node.opType);
+    if (const ir::OpDef *def = node.op) {
       size_t firstEmpty = std::find(node.inputs.begin(), node.inputs.end(), -1) - node.inputs.begin();
       if (auto why = ir::arityProblem(*def, node, node.inputs.size(), firstEmpty))
         return err(*why);

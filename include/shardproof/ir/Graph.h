@@ -89,10 +89,15 @@ struct Value {
   std::shared_ptr<const TensorData> init;
 };
 
+struct OpDef;
+
 struct Node {
   std::string name;   // ONNX node name, e.g. "/fc2/MatMul"
   std::string opType; // e.g. "MatMul"
   std::string domain; // "" for the default ONNX domain, "com.microsoft", "shardproof", ...
+  /// The op table's row for (domain, opType), looked up once by the loader;
+  /// nullptr for an op the table lacks or a node built without the loader.
+  const OpDef *op = nullptr;
   std::vector<int> inputs;  // value ids; -1 for an omitted optional input
   std::vector<int> outputs; // value ids
   std::map<std::string, Attribute> attrs;

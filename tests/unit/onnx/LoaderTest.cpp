@@ -2,6 +2,7 @@
 // symbolic dims, node order, and each kind of malformed file getting a user
 // error that names the file and the offending tensor or node.
 #include "shardproof/onnx/Loader.h"
+#include "shardproof/ir/Ops.h"
 
 #include "tests/unit/OnnxBuilder.h"
 
@@ -46,6 +47,20 @@ TEST(Loader, SymbolicDimsBecomeNamedSymbols) {
   EXPECT_EQ(x.declared->str(), "[batch, seq, 8]");
   EXPECT_EQ(g->nodes[0].modulePath(), "fc");
   EXPECT_EQ(g->opsets.at(""), 17);
+}
+
+// The layer scan compares nodes by their op-table row, looked up once here.
+TEST(Loader, EachNodeKnowsItsOpTableRow) {
+  ModelBuilder b;
+  b.input("x", {"n"});
+  b.node("/a/Relu", "Relu", {"x"}, {"y"});
+  b.node("/b/Mystery", "NoSuchOp", {"y"}, {"z"});
+  b.output("z");
+  auto g = b.load();
+  ASSERT_TRUE(static_cast<bool>(g)) << shardproof::toString(g.takeError());
+  EXPECT_EQ(g->nodes[0].op, ir::lookupOp("", "Relu"));
+  EXPECT_NE(g->nodes[0].op, nullptr);
+  EXPECT_EQ(g->nodes[1].op, nullptr) << "an op the table lacks";
 }
 
 TEST(Loader, AnonymousInputDimGetsAFreshSymbolOrAnError) {
