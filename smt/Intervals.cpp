@@ -376,14 +376,18 @@ bool IntervalProver::decide(const Expr &formula, const SizeFacts &sizes, const s
       r.first = r.first ? std::max(*r.first, *lo) : *lo;
     }
   };
-  for (auto &alts : goalAlts)
-    for (auto &alt : alts)
-      for (const Ineq &e : alt)
-        for (auto &t : e.terms)
-          sizeMinimum(t.first);
-  for (const Ineq *f : facts)
-    for (auto &t : f->terms)
-      sizeMinimum(t.first);
+  // Every atom the goals and facts read (the facts as they stand when asked).
+  auto eachAtom = [&](const std::function<void(unsigned)> &fn) {
+    for (auto &alts : goalAlts)
+      for (auto &alt : alts)
+        for (const Ineq &e : alt)
+          for (auto &t : e.terms)
+            fn(t.first);
+    for (const Ineq *f : facts)
+      for (auto &t : f->terms)
+        fn(t.first);
+  };
+  eachAtom(sizeMinimum);
   // A set-aside range holds at a point whose guard the path proves.
   for (const Instance &in : points)
     if (std::all_of(in.guard.begin(), in.guard.end(), [&](const Ineq &g) { return provesOne(g, facts, box); }))
@@ -394,14 +398,7 @@ bool IntervalProver::decide(const Expr &formula, const SizeFacts &sizes, const s
   // An integer division or remainder by a positive constant whose dividend
   // the box bounds: a split axis's head index, `i div 16` with 16 <= i < 32,
   // is 1 (those goals went to Z3 at a millisecond each).
-  for (auto &alts : goalAlts)
-    for (auto &alt : alts)
-      for (const Ineq &e : alt)
-        for (auto &t : e.terms)
-          narrowQuotient(t.first, box, sizeMinimum);
-  for (const Ineq *f : facts)
-    for (auto &t : f->terms)
-      narrowQuotient(t.first, box, sizeMinimum);
+  eachAtom([&](unsigned atom) { narrowQuotient(atom, box, sizeMinimum); });
   // Facts no point meets: an atom's range is empty, or a fact is negative on
   // the whole box.
   for (auto &[atom, r] : box.range)

@@ -235,7 +235,7 @@ int run(const CheckArgs &a, bool infer) {
   report::Context ctx{a.spec, spec->reference, spec->rankPaths};
   for (size_t r = 0; r < ranks.size(); ++r)
     for (const ir::Node &n : ranks[r].nodes)
-      if (const ir::OpDef *d = ir::lookupOp(n.domain, n.opType); d && d->cls == ir::OpClass::Collective)
+      if (const ir::OpDef *d = ir::opOf(n); d && d->cls == ir::OpClass::Collective)
         ctx.collectives.push_back({static_cast<int>(r), n.name, n.opType, n.modulePath()});
   auto verified = relation::verify(std::move(*ref), std::move(ranks), *spec, opts);
   buryUntilExit(std::make_shared<ir::Graph>(std::move(*ref)));

@@ -223,7 +223,7 @@ const CollectiveDef kAllToAll{false, {"split_axis", "concat_axis"}, false, equal
 
 std::string collectiveCall(const Node &n) {
   std::string call = n.opType;
-  const OpDef *d = lookupOp(n.domain, n.opType);
+  const OpDef *d = opOf(n);
   if (d && d->collective && d->collective->readsOp) {
     const Attribute *a = n.attr("op");
     call += ":" + (a && a->kind == Attribute::Kind::String ? a->s : std::string("sum"));

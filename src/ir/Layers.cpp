@@ -74,7 +74,7 @@ int layerNumber(const Node &n, std::string *container) {
 
 bool isConstantNode(const Node &n) {
   static const OpDef *constant = lookupOp("", "Constant");
-  return (n.op ? n.op == constant : n.opType == "Constant" && n.domain.empty()) && n.inputs.empty();
+  return opOf(n) == constant && n.inputs.empty();
 }
 
 static bool sameAttribute(const Attribute &a, const Attribute &b) {

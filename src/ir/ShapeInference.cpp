@@ -38,7 +38,7 @@ std::vector<InferredValue> inferShapes(const Graph &g, int worldSize, std::vecto
   if (auto it = g.opsets.find(""); it != g.opsets.end())
     opset = it->second;
   for (const Node &n : g.nodes) {
-    const OpDef *def = lookupOp(n.domain, n.opType);
+    const OpDef *def = opOf(n);
     if (!def)
       continue;
     OpInputs in{n, {}, {}, {}, {}, worldSize, opset, {}, {}, {}};

@@ -23,7 +23,7 @@ static std::string retarget(const std::string &what, const std::string &was, con
 llvm::Error NodeEvaluator::eval(const Graph &g, const Node &n, std::vector<ValueInfo> &values, int rank,
                                 std::vector<PendingObligation> &raised) {
   const Step s{g, n, values, rank, raised};
-  const OpDef *def = lookupOp(n.domain, n.opType);
+  const OpDef *def = opOf(n);
   if (!def) {
     originUnsupported(s, "unsupported operator " + (n.domain.empty() ? n.opType : n.domain + "::" + n.opType));
     return llvm::Error::success();

@@ -203,7 +203,7 @@ llvm::Error ReferenceWalk::walkNode(const Node &n, const Checkpoints &checkpoint
   if (core.opts.progress && (stats.refNodes & 15) == 0)
     core.opts.progress("infer", stats.refNodes, core.ref.nodes.size());
   const unsigned unknownBefore = core.unknownQueries();
-  if (const OpDef *d = lookupOp(n.domain, n.opType); d && d->cls == OpClass::Collective)
+  if (const OpDef *d = opOf(n); d && d->cls == OpClass::Collective)
     return userError("reference model " + core.ref.path + " contains the collective " + describe(n) +
                      "; the reference must be the single-device model");
   if (!evaluated)
@@ -276,7 +276,7 @@ void ReferenceWalk::reportUnsupported(const Node &n, int o, RelationRow &row) {
 RelationRow::Status ReferenceWalk::coverOrView(const Node &n, ValueInfo &v) {
   // A view at data-dependent positions (an embedding lookup) is, on the
   // ranks, a masked lookup and a reduction: it needs covering like a compute.
-  const OpDef *def = lookupOp(n.domain, n.opType);
+  const OpDef *def = opOf(n);
   if (((def && def->cls == OpClass::View) || isPure(v.term)) && !readsData(v.term))
     return RelationRow::View;
   Prover::Scope sc(core.prover, CheckCore::bounds(*v.shape));

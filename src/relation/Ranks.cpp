@@ -14,7 +14,7 @@ using smt::Expr;
 using namespace ir;
 
 static bool isCollective(const Node &n) {
-  const OpDef *d = lookupOp(n.domain, n.opType);
+  const OpDef *d = opOf(n);
   return d && d->cls == OpClass::Collective;
 }
 
@@ -115,7 +115,7 @@ static llvm::Error buildCollective(RankWorld &S, const std::vector<const Node *>
       return userError("collectives differ across ranks: rank 0 calls " + kind + " at " + describe(n0) +
                        " but rank " + std::to_string(r) + " calls " + collectiveCall(*calls[r]) + " at " +
                        describe(*calls[r]) + " (the ranks would deadlock)");
-  const OpDef *def = lookupOp(n0.domain, n0.opType);
+  const OpDef *def = opOf(n0);
   const CollectiveDef *coll = def ? def->collective : nullptr;
   // Shapes (per rank) via the op table, and each rank's input term.
   std::vector<Term> ins(P);

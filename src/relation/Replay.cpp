@@ -138,7 +138,7 @@ std::optional<std::vector<double>> Witness::runReference(int outputId, const std
   for (int id : ref.initializers)
     fromTerm(id);
   for (const Node &n : ref.nodes) {
-    const OpDef *def = lookupOp(n.domain, n.opType);
+    const OpDef *def = opOf(n);
     if (!def || def->cls == OpClass::ShapeOnly || def->cls == OpClass::Collective)
       continue;
     if (n.opType == "Constant") {

@@ -80,7 +80,6 @@ llvm::Error InputBinding::setupSymbols() {
 }
 
 
-static std::string shardSizeName(const std::string &tensor, int r) { return tensor + "@" + std::to_string(r); }
 
 // `*` matches any run of characters (a layer number, a module path).
 static bool globMatch(const char *p, const char *s) {
@@ -147,7 +146,7 @@ llvm::Error InputBinding::bindRelationLeaves(const spec::RelExpr &e) {
     return userError("rank " + std::to_string(e.rank) + ": input '" + e.name + "' has no declared shape", e.loc);
   ClassInfo ci;
   ci.kind = ClassInfo::Leaf;
-  ci.label = shardSizeName(e.name, e.rank);
+  ci.label = rankLabel(e.name, e.rank);
   ci.shape = *s;
   ci.rank = e.rank;
   ClassId c = classes.add(ci);
@@ -312,7 +311,7 @@ llvm::Error InputBinding::bindSplit(const Placed &in) {
     const Shape &rs = in.rankShapes[r];
     ClassInfo ci;
     ci.kind = ClassInfo::Leaf;
-    ci.label = shardSizeName(name, r);
+    ci.label = rankLabel(name, r);
     ci.shape = rs;
     ci.rank = r;
     ClassId c = classes.add(ci);
@@ -413,7 +412,7 @@ llvm::Error InputBinding::bindUnplacedRankSources() {
                          spec.ranksLoc);
       ClassInfo ci;
       ci.kind = ClassInfo::Leaf;
-      ci.label = shardSizeName(g.values[id].name, r);
+      ci.label = rankLabel(g.values[id].name, r);
       ci.shape = *s;
       ci.rank = r;
       ClassId c = classes.add(ci);

@@ -173,6 +173,9 @@ struct OpDef {
 
 /// Finds the definition of an op; "ai.onnx" and "" are the same domain.
 const OpDef *lookupOp(const std::string &domain, const std::string &type);
+/// A node's row: the one the loader looked up, or looked up now for a node
+/// built without the loader (tests, the fuzzers); nullptr for an unknown op.
+inline const OpDef *opOf(const Node &n) { return n.op ? n.op : lookupOp(n.domain, n.opType); }
 /// All supported ops (for docs and --list-ops).
 std::vector<const OpDef *> allOps();
 /// `def.infer(in)` once the node's inputs fit `def.inputs`: a count out of
