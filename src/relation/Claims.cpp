@@ -2,6 +2,7 @@
 // proven on the normal forms, refuted only by a difference confirmed on
 // numbers, else unknown with the solver's reason.
 #include "Claims.h"
+#include "LayerCopy.h"
 #include "MemoKeys.h"
 
 #include <llvm/Support/FormatVariadic.h>
@@ -31,11 +32,19 @@ static std::vector<std::string> outputProducers(const std::vector<ir::Graph> &ra
 // One claim of the spec about a reference tensor (an output, or a `layers:`
 // checkpoint): proven, refuted with a numeric witness, or unknown. Failures go
 // to the result.
+const std::vector<ValueInfo> &Claims::allReferenceValues() {
+  if (pendingRef)
+    pendingRef->ensureAll();
+  return refValues;
+}
+
 llvm::Expected<OutputResult> Claims::check(int id, const spec::Placement &pl,
                                           std::vector<PendingObligation> &raised) {
   const std::string &name = core.ref.values[id].name;
   OutputResult res;
   res.tensor = name;
+  if (pendingRef)
+    pendingRef->ensure(id);
   const ValueInfo &v = refValues[id];
   if (core.solver.pastDeadline()) {
     res.verdict = Verdict::Unknown;
@@ -183,7 +192,7 @@ bool Claims::elementsAgree(OutputResult &res, int id, int rank, const Term &side
   // Already refuted: the smallest sizes only (each attempt replays the whole
   // model, and this output cannot change the verdict).
   int attempts = refutedBy.empty() ? INT_MAX : kAttemptsWhenRefuted;
-  auto w = core.witness(refValues).search(*diff, id, rank, shape, a0, b0, attempts);
+  auto w = core.witness(allReferenceValues()).search(*diff, id, rank, shape, a0, b0, attempts);
   if (!w && !refutedBy.empty()) {
     // Not a failure of its own (no solver limit was met): the output's row
     // says why it was left.

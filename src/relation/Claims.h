@@ -7,12 +7,15 @@
 #include "Core.h"
 #include "RankSides.h"
 
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace shardproof::relation {
+
+class PendingReference;
 
 class Claims {
 public:
@@ -41,12 +44,18 @@ public:
   /// nor different on numbers is then left undecided instead of unfolded to
   /// the limit: that search cannot change the verdict, and took minutes.
   void alreadyRefuted(std::string why) { refutedBy = std::move(why); }
+  /// The reference values the walk's layer copies left to be made when read
+  /// (LayerCopy.h): a claim makes its tensor's, a replay all of them.
+  void setPendingReference(std::shared_ptr<PendingReference> p) { pendingRef = std::move(p); }
+  /// Every reference value, made: what a replay of the reference graph reads.
+  const std::vector<ValueInfo> &allReferenceValues();
 
 private:
   CheckCore &core;
   const std::vector<ValueInfo> &refValues;
   const std::vector<std::vector<ValueInfo>> &rankValues;
   PendingValues *pending;
+  std::shared_ptr<PendingReference> pendingRef;
   std::set<std::string> departsInRankOnlyModule;
   std::string refutedBy; // empty: not refuted yet
 

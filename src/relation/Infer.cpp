@@ -134,6 +134,7 @@ llvm::Expected<WalkResult> ReferenceWalk::run() {
     markNames.insert(name);
   // Whole layers taken as the layer below renamed (LayerCopy.h).
   ReferenceLayerCopy layers(core, nodes, refValues, raised, markNames, rankLayerMaps);
+  claims.setPendingReference(layers.pending());
   auto walk = [&](const Node &n, bool evaluated) { return walkNode(n, *marks, evaluated); };
   for (size_t i = 0; i < ref.nodes.size();) {
     if (i == layers.stopAt()) {

@@ -42,6 +42,26 @@ bool unifyValues(const ValueInfo &b, const ValueInfo &a, Renaming &sigma) {
   return !b.term || sameTermUpToReads(b.term, a.term, [&](ClassId x, ClassId y) { return sigma.bind(x, y); });
 }
 
+std::vector<char> readOutsideItsLayer(const Graph &g, const LayerStack &s) {
+  std::vector<char> out(g.values.size(), 0);
+  // The layer whose body holds the node, and the one that made the value
+  // (values are read at random below: a Value is far larger than an int).
+  std::vector<int> bodyOf(g.nodes.size(), -1), madeIn(g.values.size(), -1);
+  for (int k = 0; k < s.layers(); ++k)
+    for (size_t n : s.body[k]) {
+      bodyOf[n] = k;
+      for (int o : g.nodes[n].outputs)
+        madeIn[o] = k;
+    }
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int v : g.nodes[n].inputs)
+      if (v >= 0 && madeIn[v] >= 0 && madeIn[v] != bodyOf[n])
+        out[v] = 1;
+  for (int v : g.outputs)
+    out[v] = 1;
+  return out;
+}
+
 bool valueIsClean(const ValueInfo &v) {
   if (!v.unsupported.empty() || (v.term && readsData(v.term)))
     return false;
@@ -74,23 +94,8 @@ LayerCopy::LayerCopy(CheckCore &core, NodeEvaluator &nodes, std::vector<std::vec
   for (size_t r = 0; r < stacks.size(); ++r) {
     const Graph &g = core.ranks[r];
     const LayerStack &s = stacks[r];
-    std::vector<char> &out = readOutside_.emplace_back(g.values.size(), 0);
+    readOutside_.push_back(readOutsideItsLayer(g, s));
     pending_.emplace_back(g.values.size(), -1);
-    // The layer whose body holds the node, and the one that made the value
-    // (values are read at random below: a Value is far larger than an int).
-    std::vector<int> bodyOf(g.nodes.size(), -1), madeIn(g.values.size(), -1);
-    for (int k = 0; k < layers; ++k)
-      for (size_t n : s.body[k]) {
-        bodyOf[n] = k;
-        for (int o : g.nodes[n].outputs)
-          madeIn[o] = k;
-      }
-    for (size_t n = 0; n < g.nodes.size(); ++n)
-      for (int v : g.nodes[n].inputs)
-        if (v >= 0 && madeIn[v] >= 0 && madeIn[v] != bodyOf[n])
-          out[v] = 1;
-    for (int v : g.outputs)
-      out[v] = 1;
   }
 }
 

@@ -45,6 +45,7 @@
 
 #include "shardproof/ir/Layers.h"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -61,6 +62,9 @@ bool inBody(const ir::LayerStack &s, int k, int p);
 bool unifyValues(const ValueInfo &b, const ValueInfo &a, Renaming &sigma);
 /// Nothing of `v` that a renaming of classes would not carry over.
 bool valueIsClean(const ValueInfo &v);
+/// Per value of `g`: made in a layer's body and read by a node outside that
+/// body (the next layer, the model's end), or a graph output.
+std::vector<char> readOutsideItsLayer(const ir::Graph &g, const ir::LayerStack &s);
 } // namespace layercopy
 
 class LayerCopy : public PendingValues {
@@ -142,6 +146,36 @@ private:
   std::vector<ClassId> templateReads_; // the classes its body values read
 };
 
+/// Reference values a layer copy leaves to be made when first read (as
+/// LayerCopy leaves rank values): a copied layer's values are the layer
+/// below's renamed by the copy's map, and only those something outside the
+/// layer reads (the next layer, the model's end, a graph output, a spec
+/// claim) are made with the copy. The rows need none of them: their texts
+/// are filled templates. Replay reads every value of the graph, so the
+/// witness phase asks for all of them first (Claims, Sample).
+class PendingReference {
+public:
+  PendingReference(std::vector<ValueInfo> &values, int layers)
+      : values_(values), layer_(values.size(), -1), source_(values.size(), -1), hasTerm_(values.size(), 0),
+        maps_(static_cast<size_t>(std::max(layers, 0)) + 1) {}
+  /// Layer k's renaming of layer k-1's classes, kept for the values it leaves.
+  const Renaming &setMap(int layer, Renaming sigma) { return maps_[layer] = std::move(sigma); }
+  /// Value `value` of copied layer `layer` is `source` (of layer - 1) renamed, once read.
+  void leave(int value, int source, int layer);
+  /// Whether `value` has an element term, without making it.
+  bool hasTerm(int value) const { return layer_[value] >= 0 ? hasTerm_[value] : values_[value].term != nullptr; }
+  /// Makes `value` if it was left (and the values below it it is made from).
+  void ensure(int value);
+  void ensureAll();
+
+private:
+  std::vector<ValueInfo> &values_;
+  std::vector<int> layer_, source_; // per value: the copied layer it waits in (-1: made), its source
+  std::vector<char> hasTerm_;
+  std::vector<Renaming> maps_; // per layer
+  bool any_ = false;
+};
+
 /// The same for the reference walk (RefLayerCopy.cpp): reference layer k
 /// taken as layer k-1 renamed, its values' terms (over rank classes) and
 /// relation rows the layer below's with the classes renamed. The conditions
@@ -170,6 +204,9 @@ public:
   /// its Constant nodes with `walk`). Returns the node the walk goes on from.
   llvm::Expected<size_t> atBoundary(const WalkFn &walk);
   unsigned copied() const { return copied_; }
+  /// The values the copies left (null without copies): for every reader of
+  /// reference values other than the walk.
+  std::shared_ptr<PendingReference> pending() const { return pending_; }
 
 private:
   struct Window {
@@ -187,7 +224,7 @@ private:
     };
     std::vector<std::optional<RowText>> texts;
   };
-  std::optional<std::string> copiedText(const Window &w, size_t row, const Term &from, const Renaming &sigma,
+  std::optional<std::string> copiedText(const Window &w, size_t row, int from, const Renaming &sigma,
                                         std::vector<std::optional<Window::RowText>> &texts, size_t at);
   void open(int layer);
   void close();
@@ -206,6 +243,8 @@ private:
   std::optional<Window> window_, done_;
   std::optional<ClassTable::Recording> rec_;
   unsigned copied_ = 0;
+  std::vector<char> readOutside_; // per value: made with its layer's copy
+  std::shared_ptr<PendingReference> pending_;
 };
 
 } // namespace shardproof::relation

@@ -4,6 +4,7 @@
 #include "Render.h"
 
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/SmallVector.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -23,6 +24,48 @@ ReferenceLayerCopy::ReferenceLayerCopy(CheckCore &core, NodeEvaluator &nodes, st
     return;
   stack = findLayerStack(core.ref);
   active_ = stack.layers() >= 3;
+  if (!active_)
+    return;
+  readOutside_ = readOutsideItsLayer(core.ref, stack);
+  // The spec's claims read their tensors by name.
+  for (const auto *group : {&core.spec.outputs, &core.spec.layers})
+    for (const auto &[name, pl] : *group)
+      if (auto id = core.ref.find(name))
+        readOutside_[*id] = 1;
+  pending_ = std::make_shared<PendingReference>(refValues, stack.layers());
+}
+
+void PendingReference::leave(int value, int source, int layer) {
+  hasTerm_[value] = hasTerm(source);
+  layer_[value] = layer;
+  source_[value] = source;
+  any_ = true;
+}
+
+void PendingReference::ensure(int value) {
+  if (value < 0 || static_cast<size_t>(value) >= layer_.size() || layer_[value] < 0)
+    return;
+  // The chain down to a made value, then made upwards: each the one below
+  // renamed by its layer's map, as the copies would have made them.
+  llvm::SmallVector<int, 16> chain;
+  for (int v = value; layer_[v] >= 0; v = source_[v])
+    chain.push_back(v);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const int v = *it;
+    ValueInfo made = values_[source_[v]];
+    if (made.term)
+      made.term = maps_[layer_[v]].apply(made.term);
+    values_[v] = std::move(made);
+    layer_[v] = -1;
+  }
+}
+
+void PendingReference::ensureAll() {
+  if (!any_)
+    return;
+  for (size_t v = 0; v < layer_.size(); ++v)
+    ensure(static_cast<int>(v));
+  any_ = false;
 }
 
 void ReferenceLayerCopy::open(int layer) {
@@ -117,6 +160,7 @@ llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
   }
   if (!extendRenaming(w.consulted, sigma, core.classes))
     return false;
+  const Renaming &map = pending_->setMap(k, std::move(sigma));
   // Decided. The span in graph order: Constant nodes walked, the body copied.
   // Row indices, not pointers: the rows vector grows below.
   llvm::DenseMap<int, size_t> rowOf;
@@ -135,21 +179,29 @@ llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
     const Node &nb = g.nodes[stack.body[k - 1][stack.position[n]]];
     ++core.result.stats.refNodes;
     for (size_t j = 0; j < nb.outputs.size(); ++j) {
-      const ValueInfo &vb = refValues[nb.outputs[j]];
-      ValueInfo &va = refValues[na.outputs[j]];
-      va = vb;
-      if (vb.term)
-        va.term = sigma.apply(vb.term);
-      if (auto from = rowOf.find(nb.outputs[j]); from != rowOf.end()) {
+      const int b = nb.outputs[j], a = na.outputs[j];
+      if (readOutside_[a]) {
+        pending_->ensure(b);
+        const ValueInfo &vb = refValues[b];
+        ValueInfo &va = refValues[a];
+        va = vb;
+        if (vb.term)
+          va.term = map.apply(vb.term);
+      } else {
+        pending_->leave(a, b, k);
+      }
+      if (auto from = rowOf.find(b); from != rowOf.end()) {
         // Field by field (the source's relation text is not copied to be
         // replaced): a field added to RelationRow is a warning here.
         const RelationRow &source = core.result.rows[from->second];
-        RelationRow row{g.values[na.outputs[j]].name, na.name, source.op, na.modulePath(), {}, source.status};
-        if (!va.term) {
+        RelationRow row{g.values[a].name, na.name, source.op, na.modulePath(), {}, source.status};
+        if (!pending_->hasTerm(a)) {
           row.relation = source.relation;
         } else {
-          auto text = copiedText(w, from->second, vb.term, sigma, texts, core.result.rows.size() - firstRow);
-          row.relation = text ? std::move(*text) : core.render(va.term);
+          auto text = copiedText(w, from->second, b, map, texts, core.result.rows.size() - firstRow);
+          if (!text)
+            pending_->ensure(a); // rendered from its term
+          row.relation = text ? std::move(*text) : core.render(refValues[a].term);
         }
         core.result.rows.push_back(std::move(row));
         ++core.result.stats.relations;
@@ -160,7 +212,7 @@ llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
   Window nw;
   nw.layer = k;
   for (ClassId c : w.consulted)
-    nw.consulted.push_back(sigma(c));
+    nw.consulted.push_back(map(c));
   std::sort(nw.consulted.begin(), nw.consulted.end());
   nw.consulted.erase(std::unique(nw.consulted.begin(), nw.consulted.end()), nw.consulted.end());
   nw.rows = firstRow;
@@ -172,12 +224,12 @@ llvm::Expected<bool> ReferenceLayerCopy::copy(int k, const WalkFn &walk) {
   return true;
 }
 
-// Row `row` of window `w` (its tensor's term `from`) as the copy's text:
+// Row `row` of window `w` (its tensor, value `from`) as the copy's text:
 // its template filled with the renamed classes, recorded at `at` of `texts`
 // for the next copy. A walked window's rows are made templates here once.
 // nullopt (the caller renders) when sigma merges two of the classes or an
 // image's facts differ: the rendering may then differ too.
-std::optional<std::string> ReferenceLayerCopy::copiedText(const Window &w, size_t row, const Term &from,
+std::optional<std::string> ReferenceLayerCopy::copiedText(const Window &w, size_t row, int from,
                                                           const Renaming &sigma,
                                                           std::vector<std::optional<Window::RowText>> &texts,
                                                           size_t at) {
@@ -185,7 +237,8 @@ std::optional<std::string> ReferenceLayerCopy::copiedText(const Window &w, size_
   if (size_t i = row - w.rows; i < w.texts.size() && w.texts[i]) {
     source = *w.texts[i];
   } else {
-    RenderTemplate t = renderTemplate(core.classes, from);
+    pending_->ensure(from);
+    RenderTemplate t = renderTemplate(core.classes, refValues[from].term);
     source = {std::make_shared<const std::string>(std::move(t.text)), std::move(t.classes)};
   }
   Window::RowText out{source.text, {}};

@@ -160,7 +160,7 @@ llvm::Expected<Result> checkPrepared(const ir::Graph &ref, const std::vector<ir:
   result.stats.checkSeconds = earlySeconds + since(t2);
   if (opts.samples > 0 && result.verdict == Verdict::Verified) {
     std::vector<PendingObligation> unused; // --sample decides nothing
-    result.sample = sampleOutputs(core, refValues, claims.sides(unused));
+    result.sample = sampleOutputs(core, claims.allReferenceValues(), claims.sides(unused));
   }
   solverStats(core.solver, result.stats);
   if (opts.keepAtExit) {

@@ -186,6 +186,33 @@ TEST_F(Generated, LlamaGateAndUpSwappedOnOneRankInTheLastOfFourLayersRefuted) {
   EXPECT_NE(r.out.find("CONFIRMED: the two numbers differ"), std::string::npos) << r.out;
 }
 
+// The reference copies leave the values nothing outside their layer reads
+// (LayerCopy.h, PendingReference). A wrong claim on the output of five
+// layers (partial: each rank's y would be a share of the sum) is refuted past
+// three copied layers, and its witness runs the whole reference graph on the
+// interpreter: the copied layers' values are made for it, or the interpreter
+// stops at the first one and the number comes from the relation term instead.
+TEST_F(Generated, AWitnessPastCopiedLayersRunsTheReferenceGraphThroughThem) {
+  std::string spec = generate("llama --preset tiny --layers 5 --world 2 --no-embed");
+  std::string text;
+  {
+    std::ifstream in(spec);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  const std::string claim = "\n  y: replicated\n";
+  ASSERT_NE(text.find(claim), std::string::npos) << text;
+  text.replace(text.find(claim), claim.size(), "\n  y: partial\n");
+  std::ofstream(spec) << text;
+  auto r = runShardproof("check --no-table --stats --witness " + spec);
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  EXPECT_NE(r.out.find("REFUTED: output 'y' differs from the reference"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("layers copied whole: 3 of the ranks, 3 of the reference"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reference graph (interpreter) = "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CONFIRMED: the two numbers differ"), std::string::npos) << r.out;
+}
+
 // Four identical layers: the later ones reuse the first's results, and
 // turning that off (--no-memo) changes nothing but the work done.
 TEST_F(Generated, StackedLayersReuseTheFirstLayersWork) {
