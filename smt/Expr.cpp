@@ -135,28 +135,31 @@ bool Expr::hasApp() const { return ast_ && hasAppIn(ast_, 0); }
 
 // Walks shared subterms once (terms are DAGs) and into quantifier bodies (a
 // value range's forall applies its function there).
-static void collectFunctions(Z3_ast a, detail::AstIdSet &seen, std::map<std::string, unsigned> &out) {
-  Z3_context c = ctx();
+// The context is passed down, not read per node (it is thread-local).
+static void collectFunctions(Z3_context c, Z3_ast a, detail::AstIdSet &seen, std::map<std::string, unsigned> &out) {
   if (!seen.insert(Z3_get_ast_id(c, a)).second)
     return;
-  if (Z3_get_ast_kind(c, a) == Z3_QUANTIFIER_AST)
-    return collectFunctions(Z3_get_quantifier_body(c, a), seen, out);
-  if (Z3_get_ast_kind(c, a) != Z3_APP_AST)
+  Z3_ast_kind kind = Z3_get_ast_kind(c, a);
+  if (kind == Z3_QUANTIFIER_AST)
+    return collectFunctions(c, Z3_get_quantifier_body(c, a), seen, out);
+  if (kind != Z3_APP_AST)
     return;
   Z3_app app = Z3_to_app(c, a);
-  Z3_func_decl d = Z3_get_app_decl(c, app);
   unsigned n = Z3_get_app_num_args(c, app);
-  if (n > 0 && Z3_get_decl_kind(c, d) == Z3_OP_UNINTERPRETED)
+  if (n == 0)
+    return;
+  Z3_func_decl d = Z3_get_app_decl(c, app);
+  if (Z3_get_decl_kind(c, d) == Z3_OP_UNINTERPRETED)
     out.emplace(Z3_get_symbol_string(c, Z3_get_decl_name(c, d)), n);
   for (unsigned i = 0; i < n; ++i)
-    collectFunctions(Z3_get_app_arg(c, app, i), seen, out);
+    collectFunctions(c, Z3_get_app_arg(c, app, i), seen, out);
 }
 
 std::map<std::string, unsigned> Expr::functions() const {
   std::map<std::string, unsigned> out;
   detail::AstIdSet seen;
   if (ast_)
-    collectFunctions(ast_, seen, out);
+    collectFunctions(ctx(), ast_, seen, out);
   return out;
 }
 

@@ -115,12 +115,13 @@ namespace {
 
 // Layer k against layer k-1: see Layers.h for what must correspond.
 struct RepeatCheck {
-  RepeatCheck(const Graph &g, const LayerStack &s, const std::vector<char> &constant,
+  RepeatCheck(const Graph &g, const LayerStack &s, const std::vector<char> &constant, const std::vector<int> &layer,
               const std::vector<std::pair<int, int>> &producer, int k)
-      : g(g), s(s), constant(constant), producer(producer), k(k) {}
+      : g(g), s(s), constant(constant), layer(layer), producer(producer), k(k) {}
   const Graph &g;
   const LayerStack &s;
   const std::vector<char> &constant; // per node: isConstantNode, asked once
+  const std::vector<int> &layer;     // per node: s.layerOf, a lookup instead of a binary search per input
   // Per value: producer and slot, packed (a Value is a cache line or two,
   // and these are read at random, twice per input of every layer's node).
   const std::vector<std::pair<int, int>> &producer;
@@ -147,11 +148,11 @@ struct RepeatCheck {
       int q = producer[a].first;
       return q >= 0 && constant[q] && sameNode(g.nodes[p], g.nodes[q]);
     }
-    int j = s.layerOf(static_cast<size_t>(p));
+    int j = layer[p];
     if (j < 0 || j + 1 >= s.layers() || (a == b && j + 1 < k))
       return a == b; // made by the stem, or by a layer below for all above it (a rotary table): shared
     int q = producer[a].first;
-    if (q < 0 || s.layerOf(static_cast<size_t>(q)) != j + 1 || producer[a].second != producer[b].second)
+    if (q < 0 || layer[q] != j + 1 || producer[a].second != producer[b].second)
       return false;
     // A wire inside the layer (j+1 == k), or layer j+1 repeating layer j: the
     // same position, as the copy maps them. Else (layer 1 against the first
@@ -181,7 +182,7 @@ struct RepeatCheck {
         if (!corresponds(nb.inputs[i], na.inputs[i]))
           return false;
         int b = nb.inputs[i], p = b < 0 ? -1 : producer[b].first;
-        bool inside = p >= 0 && s.position[p] >= 0 && s.layerOf(static_cast<size_t>(p)) == k - 1;
+        bool inside = p >= 0 && s.position[p] >= 0 && layer[p] == k - 1;
         if (b >= 0 && !inside && seen.insert(b).second)
           outside.push_back({b, na.inputs[i]});
       }
@@ -225,21 +226,24 @@ LayerStack findLayerStack(const Graph &g) {
   s.body.resize(s.begin.size() - 1);
   s.constants.resize(s.begin.size() - 1);
   s.position.assign(g.nodes.size(), -1);
+  std::vector<int> layer(g.nodes.size(), -1);
   for (int k = 0; k < s.layers(); ++k)
-    for (size_t i = s.begin[k]; i < s.begin[k + 1]; ++i)
+    for (size_t i = s.begin[k]; i < s.begin[k + 1]; ++i) {
+      layer[i] = k;
       if (!constant[i]) {
         s.position[i] = static_cast<int>(s.body[k].size());
         s.body[k].push_back(i);
       } else {
         s.constants[k].push_back(i);
       }
+    }
   s.repeats.assign(s.begin.size() - 1, false);
   std::vector<std::pair<int, int>> producer(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v)
     producer[v] = {g.values[v].producer, g.values[v].producerSlot};
   s.outsideInputs.resize(s.layers());
   for (int k = 2; k < s.layers(); ++k) {
-    RepeatCheck check{g, s, constant, producer, k};
+    RepeatCheck check{g, s, constant, layer, producer, k};
     s.repeats[k] = check.run();
     if (s.repeats[k])
       s.outsideInputs[k] = std::move(check.outside);
