@@ -8,12 +8,21 @@
 
 #include <z3.h>
 
+#include <atomic>
+
 namespace shardproof::smt::detail {
 /// Ids of the ASTs a formula walk has seen (ids are small and dense, walks
 /// short: inline buckets, no node per insert as std::unordered_set has).
 using AstIdSet = llvm::SmallDenseSet<unsigned, 32>;
 template <class V> using AstIdMap = llvm::SmallDenseMap<unsigned, V, 32>;
-Z3_context ctx();
+/// The context, once made (makeContext). Read inline: every step of every
+/// formula walk asks for it (a call and a guarded static were 2% of a check).
+extern std::atomic<Z3_context> theContext;
+Z3_context makeContext();
+inline Z3_context ctx() {
+  Z3_context c = theContext.load(std::memory_order_acquire);
+  return c ? c : makeContext();
+}
 Z3_sort intSort();
 Z3_sort boolSort();
 /// Set when Z3 reported running out of the memory it was allowed (see

@@ -31,13 +31,16 @@ static void onZ3Error(Z3_context c, Z3_error_code e) {
   std::exit(4);
 }
 
-Z3_context ctx() {
+std::atomic<Z3_context> theContext{nullptr};
+
+Z3_context makeContext() {
   static Z3_context c = [] {
     Z3_config cfg = Z3_mk_config();
     Z3_set_param_value(cfg, "model", "true");
     Z3_context c = Z3_mk_context_rc(cfg);
     Z3_del_config(cfg);
     Z3_set_error_handler(c, onZ3Error);
+    theContext.store(c, std::memory_order_release);
     return c;
   }();
   return c;
