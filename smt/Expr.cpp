@@ -138,7 +138,7 @@ bool Expr::hasApp() const { return ast_ && hasAppIn(ast_, 0); }
 
 // Walks shared subterms once (terms are DAGs) and into quantifier bodies (a
 // value range's forall applies its function there).
-// The context is passed down, not read per node (it is thread-local).
+// The context is passed down: read once per walk, not once per node.
 static void collectFunctions(Z3_context c, Z3_ast a, detail::AstIdSet &seen, std::map<std::string, unsigned> &out) {
   if (!seen.insert(Z3_get_ast_id(c, a)).second)
     return;

@@ -29,15 +29,15 @@ static std::vector<std::string> outputProducers(const std::vector<ir::Graph> &ra
   return out;
 }
 
-// One claim of the spec about a reference tensor (an output, or a `layers:`
-// checkpoint): proven, refuted with a numeric witness, or unknown. Failures go
-// to the result.
 const std::vector<ValueInfo> &Claims::allReferenceValues() {
   if (pendingRef)
     pendingRef->ensureAll();
   return refValues;
 }
 
+// One claim of the spec about a reference tensor (an output, or a `layers:`
+// checkpoint): proven, refuted with a numeric witness, or unknown. Failures go
+// to the result.
 llvm::Expected<OutputResult> Claims::check(int id, const spec::Placement &pl,
                                           std::vector<PendingObligation> &raised) {
   const std::string &name = core.ref.values[id].name;
