@@ -4,18 +4,11 @@
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <string_view>
 
 namespace shardproof::ir {
-
-int LayerStack::layerOf(size_t n) const {
-  if (begin.empty() || n < begin.front() || n >= begin.back())
-    return -1;
-  return static_cast<int>(std::upper_bound(begin.begin(), begin.end(), n) - begin.begin()) - 1;
-}
 
 // The layer number in a node name and where its part sits: "/m/layers.12/x/Op"
 // -> 12, with `prefix` "/m/layers" (the name up to the number's dot).
@@ -115,13 +108,12 @@ namespace {
 
 // Layer k against layer k-1: see Layers.h for what must correspond.
 struct RepeatCheck {
-  RepeatCheck(const Graph &g, const LayerStack &s, const std::vector<char> &constant, const std::vector<int> &layer,
+  RepeatCheck(const Graph &g, const LayerStack &s, const std::vector<char> &constant,
               const std::vector<std::pair<int, int>> &producer, int k)
-      : g(g), s(s), constant(constant), layer(layer), producer(producer), k(k) {}
+      : g(g), s(s), constant(constant), producer(producer), k(k) {}
   const Graph &g;
   const LayerStack &s;
   const std::vector<char> &constant; // per node: isConstantNode, asked once
-  const std::vector<int> &layer;     // per node: s.layerOf, a lookup instead of a binary search per input
   // Per value: producer and slot, packed (a Value is a cache line or two,
   // and these are read at random, twice per input of every layer's node).
   const std::vector<std::pair<int, int>> &producer;
@@ -148,11 +140,11 @@ struct RepeatCheck {
       int q = producer[a].first;
       return q >= 0 && constant[q] && sameNode(g.nodes[p], g.nodes[q]);
     }
-    int j = layer[p];
+    int j = s.layer[p];
     if (j < 0 || j + 1 >= s.layers() || (a == b && j + 1 < k))
       return a == b; // made by the stem, or by a layer below for all above it (a rotary table): shared
     int q = producer[a].first;
-    if (q < 0 || layer[q] != j + 1 || producer[a].second != producer[b].second)
+    if (q < 0 || s.layer[q] != j + 1 || producer[a].second != producer[b].second)
       return false;
     // A wire inside the layer (j+1 == k), or layer j+1 repeating layer j: the
     // same position, as the copy maps them. Else (layer 1 against the first
@@ -182,7 +174,7 @@ struct RepeatCheck {
         if (!corresponds(nb.inputs[i], na.inputs[i]))
           return false;
         int b = nb.inputs[i], p = b < 0 ? -1 : producer[b].first;
-        bool inside = p >= 0 && s.position[p] >= 0 && layer[p] == k - 1;
+        bool inside = p >= 0 && s.position[p] >= 0 && s.layer[p] == k - 1;
         if (b >= 0 && !inside && seen.insert(b).second)
           outside.push_back({b, na.inputs[i]});
       }
@@ -226,10 +218,10 @@ LayerStack findLayerStack(const Graph &g) {
   s.body.resize(s.begin.size() - 1);
   s.constants.resize(s.begin.size() - 1);
   s.position.assign(g.nodes.size(), -1);
-  std::vector<int> layer(g.nodes.size(), -1);
+  s.layer.assign(g.nodes.size(), -1);
   for (int k = 0; k < s.layers(); ++k)
     for (size_t i = s.begin[k]; i < s.begin[k + 1]; ++i) {
-      layer[i] = k;
+      s.layer[i] = k;
       if (!constant[i]) {
         s.position[i] = static_cast<int>(s.body[k].size());
         s.body[k].push_back(i);
@@ -243,7 +235,7 @@ LayerStack findLayerStack(const Graph &g) {
     producer[v] = {g.values[v].producer, g.values[v].producerSlot};
   s.outsideInputs.resize(s.layers());
   for (int k = 2; k < s.layers(); ++k) {
-    RepeatCheck check{g, s, constant, layer, producer, k};
+    RepeatCheck check{g, s, constant, producer, k};
     s.repeats[k] = check.run();
     if (s.repeats[k])
       s.outsideInputs[k] = std::move(check.outside);

@@ -44,19 +44,19 @@ bool unifyValues(const ValueInfo &b, const ValueInfo &a, Renaming &sigma) {
 
 std::vector<char> readOutsideItsLayer(const Graph &g, const LayerStack &s) {
   std::vector<char> out(g.values.size(), 0);
-  // The layer whose body holds the node, and the one that made the value
-  // (values are read at random below: a Value is far larger than an int).
-  std::vector<int> bodyOf(g.nodes.size(), -1), madeIn(g.values.size(), -1);
+  // The layer whose body made the value (values are read at random below: a
+  // Value is far larger than an int).
+  std::vector<int> madeIn(g.values.size(), -1);
   for (int k = 0; k < s.layers(); ++k)
-    for (size_t n : s.body[k]) {
-      bodyOf[n] = k;
+    for (size_t n : s.body[k])
       for (int o : g.nodes[n].outputs)
         madeIn[o] = k;
-    }
-  for (size_t n = 0; n < g.nodes.size(); ++n)
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const int body = s.position[n] >= 0 ? s.layer[n] : -1; // the layer whose body holds the node
     for (int v : g.nodes[n].inputs)
-      if (v >= 0 && madeIn[v] >= 0 && madeIn[v] != bodyOf[n])
+      if (v >= 0 && madeIn[v] >= 0 && madeIn[v] != body)
         out[v] = 1;
+  }
   for (int v : g.outputs)
     out[v] = 1;
   return out;

@@ -34,6 +34,8 @@ struct LayerStack {
   std::vector<std::vector<size_t>> body;
   /// Per node of the graph: its position in its layer's body, or -1.
   std::vector<int> position;
+  /// Per node of the graph: the layer whose span holds it, or -1.
+  std::vector<int> layer;
   /// constants[k]: the Constant nodes in layer k's span, in order;
   /// constantsRepeat[k]: they are layer k-1's, value for value.
   std::vector<std::vector<size_t>> constants;
@@ -49,8 +51,6 @@ struct LayerStack {
 
   int layers() const { return begin.empty() ? 0 : static_cast<int>(begin.size()) - 1; }
   size_t size(int k) const { return body[k].size(); }
-  /// The layer whose node range holds node `n`, or -1.
-  int layerOf(size_t n) const;
 };
 
 /// Finds the stack of `g` (one pass over names, one over wiring).
