@@ -53,28 +53,26 @@ struct Program {
 
   uint32_t compile(Z3_ast a, std::unordered_map<unsigned, uint32_t> &done) {
     Z3_context c = ctx();
-    unsigned id = Z3_get_ast_id(c, a);
+    const detail::NodeInfo &info = detail::node(a);
+    unsigned id = info.id;
     if (auto it = done.find(id); it != done.end())
       return it->second;
     Node nd;
     std::vector<uint32_t> args;
-    Z3_ast_kind k = Z3_get_ast_kind(c, a);
+    Z3_ast_kind k = info.kind;
     if (k == Z3_NUMERAL_AST) {
-      int64_t v;
-      if (Z3_get_numeral_int64(c, a, &v)) {
+      if (info.isInt64) {
         nd.kind = Num;
-        nd.value = v;
+        nd.value = info.value;
       }
     } else if (k == Z3_APP_AST) {
-      Z3_app app = Z3_to_app(c, a);
-      Z3_func_decl d = Z3_get_app_decl(c, app);
-      nd.op = Z3_get_decl_kind(c, d);
-      unsigned n = Z3_get_app_num_args(c, app);
+      nd.op = info.op;
+      unsigned n = info.numArgs; // `info` is not read past the next node()
       for (unsigned i = 0; i < n; ++i)
-        args.push_back(compile(Z3_get_app_arg(c, app, i), done));
+        args.push_back(compile(detail::argAt(a, i), done));
       if (nd.op == Z3_OP_UNINTERPRETED) {
         nd.kind = n == 0 ? Var : Fun;
-        nd.name = Z3_get_symbol_string(c, Z3_get_decl_name(c, d));
+        nd.name = Z3_get_symbol_string(c, Z3_get_decl_name(c, Z3_get_app_decl(c, Z3_to_app(c, a))));
         if (nd.kind == Var)
           nd.slot = Expr::slotOf(nd.name);
       } else {

@@ -53,6 +53,45 @@ Z3_sort boolSort() {
   static Z3_sort s = [] { Z3_sort s = Z3_mk_bool_sort(ctx()); Z3_inc_ref(ctx(), Z3_sort_to_ast(ctx(), s)); return s; }();
   return s;
 }
+
+NodeInfo *theNodeCache = nullptr;
+
+NodeInfo &fillNode(NodeInfo &slot, Z3_ast a) {
+  Z3_context c = ctx();
+  Z3_inc_ref(c, a);
+  if (slot.ast)
+    Z3_dec_ref(c, slot.ast); // after the inc: `a` may be a descendant of it
+  NodeInfo n;
+  n.ast = a;
+  n.id = Z3_get_ast_id(c, a);
+  n.kind = Z3_get_ast_kind(c, a);
+  if (n.kind == Z3_APP_AST || n.kind == Z3_NUMERAL_AST || n.kind == Z3_VAR_AST || n.kind == Z3_QUANTIFIER_AST)
+    n.sort = Z3_get_sort_kind(c, Z3_get_sort(c, a));
+  if (n.kind == Z3_NUMERAL_AST)
+    n.isInt64 = Z3_get_numeral_int64(c, a, &n.value);
+  if (n.kind == Z3_APP_AST || n.kind == Z3_NUMERAL_AST) {
+    Z3_app app = Z3_to_app(c, a);
+    n.numArgs = Z3_get_app_num_args(c, app);
+    if (n.kind == Z3_APP_AST)
+      n.op = Z3_get_decl_kind(c, Z3_get_app_decl(c, app));
+    for (unsigned i = 0; i < n.numArgs && i < NodeInfo::kInlineArgs; ++i)
+      n.args[i] = Z3_get_app_arg(c, app, i);
+  }
+  slot = n;
+  return slot;
+}
+
+void clearNodeCache() {
+  if (!theNodeCache) {
+    theNodeCache = new NodeInfo[size_t{1} << kNodeCacheBits]; // never freed: outlives every Expr
+    return;
+  }
+  for (size_t i = 0; i < (size_t{1} << kNodeCacheBits); ++i)
+    if (theNodeCache[i].ast) {
+      Z3_dec_ref(ctx(), theNodeCache[i].ast);
+      theNodeCache[i] = NodeInfo();
+    }
+}
 } // namespace detail
 
 using detail::ctx;
@@ -122,14 +161,14 @@ Expr Expr::forall(const std::vector<Expr> &vars, const Expr &body) {
 }
 
 static bool hasAppIn(Z3_ast a, int depth) {
-  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || depth > 256)
+  const detail::NodeInfo &nd = detail::node(a);
+  if (nd.kind != Z3_APP_AST || depth > 256)
     return false;
-  Z3_app app = Z3_to_app(ctx(), a);
-  unsigned n = Z3_get_app_num_args(ctx(), app);
-  if (n > 0 && Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), app)) == Z3_OP_UNINTERPRETED)
+  unsigned n = nd.numArgs;
+  if (n > 0 && nd.op == Z3_OP_UNINTERPRETED)
     return true;
   for (unsigned i = 0; i < n; ++i)
-    if (hasAppIn(Z3_get_app_arg(ctx(), app, i), depth + 1))
+    if (hasAppIn(detail::argAt(a, i), depth + 1))
       return true;
   return false;
 }
@@ -140,22 +179,19 @@ bool Expr::hasApp() const { return ast_ && hasAppIn(ast_, 0); }
 // value range's forall applies its function there).
 // The context is passed down: read once per walk, not once per node.
 static void collectFunctions(Z3_context c, Z3_ast a, detail::AstIdSet &seen, std::map<std::string, unsigned> &out) {
-  if (!seen.insert(Z3_get_ast_id(c, a)).second)
+  const detail::NodeInfo &nd = detail::node(a);
+  if (!seen.insert(nd.id).second)
     return;
-  Z3_ast_kind kind = Z3_get_ast_kind(c, a);
+  Z3_ast_kind kind = nd.kind;
   if (kind == Z3_QUANTIFIER_AST)
     return collectFunctions(c, Z3_get_quantifier_body(c, a), seen, out);
-  if (kind != Z3_APP_AST)
+  unsigned n = nd.numArgs;
+  if (kind != Z3_APP_AST || n == 0)
     return;
-  Z3_app app = Z3_to_app(c, a);
-  unsigned n = Z3_get_app_num_args(c, app);
-  if (n == 0)
-    return;
-  Z3_func_decl d = Z3_get_app_decl(c, app);
-  if (Z3_get_decl_kind(c, d) == Z3_OP_UNINTERPRETED)
-    out.emplace(Z3_get_symbol_string(c, Z3_get_decl_name(c, d)), n);
+  if (nd.op == Z3_OP_UNINTERPRETED)
+    out.emplace(Z3_get_symbol_string(c, Z3_get_decl_name(c, Z3_get_app_decl(c, Z3_to_app(c, a)))), n);
   for (unsigned i = 0; i < n; ++i)
-    collectFunctions(c, Z3_get_app_arg(c, app, i), seen, out);
+    collectFunctions(c, detail::argAt(a, i), seen, out);
 }
 
 std::map<std::string, unsigned> Expr::functions() const {
@@ -166,35 +202,43 @@ std::map<std::string, unsigned> Expr::functions() const {
   return out;
 }
 
+// A node's degree is kept with its cached answers (Context.h): the solver
+// asks it of every query, and queries share most of their subterms. `memo`
+// keeps the walk linear in the DAG where the cache lost an answer.
 static unsigned degreeOf(Z3_ast a, detail::AstIdMap<unsigned> &memo) {
   constexpr unsigned kCap = 1000;
-  Z3_context c = ctx();
-  if (Z3_get_ast_kind(c, a) != Z3_APP_AST)
-    return 0; // numerals, bound variables, quantifiers' bodies are not walked
-  unsigned id = Z3_get_ast_id(c, a);
-  if (auto it = memo.find(id); it != memo.end())
-    return it->second;
-  Z3_app app = Z3_to_app(c, a);
-  Z3_decl_kind k = Z3_get_decl_kind(c, Z3_get_app_decl(c, app));
-  unsigned n = Z3_get_app_num_args(c, app);
+  unsigned n;
+  Z3_decl_kind k;
+  {
+    const detail::NodeInfo &nd = detail::node(a);
+    if (nd.kind != Z3_APP_AST)
+      return 0; // numerals, bound variables, quantifiers' bodies are not walked
+    if (nd.degree != detail::NodeInfo::kNoDegree)
+      return nd.degree;
+    if (auto it = memo.find(nd.id); it != memo.end())
+      return it->second;
+    n = nd.numArgs;
+    k = nd.op;
+  }
   unsigned d = 0;
   if (n == 0) {
     d = k == Z3_OP_UNINTERPRETED ? 1 : 0; // a variable, or a constant
   } else if (k == Z3_OP_MUL) {
     for (unsigned i = 0; i < n; ++i)
-      d = std::min(kCap, d + degreeOf(Z3_get_app_arg(c, app, i), memo));
+      d = std::min(kCap, d + degreeOf(detail::argAt(a, i), memo));
   } else if (k == Z3_OP_POWER) {
-    int64_t e = 0;
-    Z3_ast exp = Z3_get_app_arg(c, app, 1);
-    unsigned base = degreeOf(Z3_get_app_arg(c, app, 0), memo);
-    d = Z3_get_ast_kind(c, exp) == Z3_NUMERAL_AST && Z3_get_numeral_int64(c, exp, &e) && e >= 0
-            ? static_cast<unsigned>(std::min<int64_t>(kCap, int64_t(base) * e))
-            : kCap;
+    Z3_ast exp = detail::argAt(a, 1);
+    unsigned base = degreeOf(detail::argAt(a, 0), memo);
+    const detail::NodeInfo &e = detail::node(exp);
+    d = e.isInt64 && e.value >= 0 ? static_cast<unsigned>(std::min<int64_t>(kCap, int64_t(base) * e.value)) : kCap;
   } else {
     for (unsigned i = 0; i < n; ++i)
-      d = std::max(d, degreeOf(Z3_get_app_arg(c, app, i), memo));
+      d = std::max(d, degreeOf(detail::argAt(a, i), memo));
   }
-  memo[id] = d;
+  if (detail::NodeInfo &s = detail::nodeSlot(a); s.ast == a)
+    s.degree = static_cast<uint16_t>(d);
+  else
+    memo[detail::astId(a)] = d;
   return d;
 }
 
@@ -204,7 +248,7 @@ unsigned Expr::degree() const {
 }
 
 std::optional<std::pair<std::string, std::vector<Expr>>> Expr::asApp() const {
-  if (!ast_ || Z3_get_ast_kind(ctx(), ast_) != Z3_APP_AST)
+  if (!ast_ || !detail::isApp(ast_))
     return std::nullopt;
   Z3_app app = Z3_to_app(ctx(), ast_);
   Z3_func_decl d = Z3_get_app_decl(ctx(), app);
@@ -217,20 +261,14 @@ std::optional<std::pair<std::string, std::vector<Expr>>> Expr::asApp() const {
   return std::make_pair(std::string(Z3_get_symbol_string(ctx(), Z3_get_decl_name(ctx(), d))), args);
 }
 
-bool Expr::isInt() const {
-  return ast_ && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), ast_)) == Z3_INT_SORT;
-}
-bool Expr::isBool() const {
-  return ast_ && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), ast_)) == Z3_BOOL_SORT;
-}
+bool Expr::isInt() const { return ast_ && detail::node(ast_).sort == Z3_INT_SORT; }
+bool Expr::isBool() const { return ast_ && detail::node(ast_).sort == Z3_BOOL_SORT; }
 
 std::optional<int64_t> Expr::asInt() const {
-  if (!ast_ || Z3_get_ast_kind(ctx(), ast_) != Z3_NUMERAL_AST)
+  if (!ast_)
     return std::nullopt;
-  int64_t v;
-  if (Z3_get_numeral_int64(ctx(), ast_, &v))
-    return v;
-  return std::nullopt;
+  const detail::NodeInfo &n = detail::node(ast_);
+  return n.isInt64 ? std::optional<int64_t>(n.value) : std::nullopt;
 }
 
 
@@ -245,11 +283,8 @@ std::optional<bool> Expr::asBool() const {
 }
 
 static bool isNamedConst(Z3_ast a) {
-  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
-    return false;
-  Z3_app app = Z3_to_app(ctx(), a);
-  return Z3_get_app_num_args(ctx(), app) == 0 &&
-         Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), app)) == Z3_OP_UNINTERPRETED;
+  const detail::NodeInfo &n = detail::node(a);
+  return n.kind == Z3_APP_AST && n.numArgs == 0 && n.op == Z3_OP_UNINTERPRETED;
 }
 
 static std::string constName(Z3_ast a) {
@@ -263,20 +298,17 @@ std::optional<std::string> Expr::asVar() const {
   return constName(ast_);
 }
 
-unsigned Expr::id() const { return ast_ ? Z3_get_ast_id(ctx(), ast_) : 0; }
+unsigned Expr::id() const { return ast_ ? detail::astId(ast_) : 0; }
 
 static void collectVars(Z3_ast a, std::set<std::string> &out, std::set<unsigned> &seen) {
-  if (!seen.insert(Z3_get_ast_id(ctx(), a)).second)
-    return;
-  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
+  if (!seen.insert(detail::astId(a)).second || !detail::isApp(a))
     return;
   if (isNamedConst(a)) {
     out.insert(constName(a));
     return;
   }
-  Z3_app app = Z3_to_app(ctx(), a);
-  for (unsigned i = 0, n = Z3_get_app_num_args(ctx(), app); i < n; ++i)
-    collectVars(Z3_get_app_arg(ctx(), app, i), out, seen);
+  for (unsigned i = 0, n = detail::node(a).numArgs; i < n; ++i)
+    collectVars(detail::argAt(a, i), out, seen);
 }
 
 std::vector<std::string> Expr::vars() const {
@@ -290,16 +322,15 @@ std::vector<std::string> Expr::vars() const {
 // By the name's symbol (Z3 interns symbols), stopping at the first hit: no
 // set of every name (the world build asks this of each class definition, per axis).
 static bool mentionsSymbol(Z3_ast a, Z3_symbol name, detail::AstIdSet &seen) {
-  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
+  if (!detail::isApp(a))
     return false;
   if (isNamedConst(a))
     return Z3_get_decl_name(ctx(), Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a))) == name;
-  Z3_app app = Z3_to_app(ctx(), a);
-  unsigned n = Z3_get_app_num_args(ctx(), app);
-  if (n == 0 || !seen.insert(Z3_get_ast_id(ctx(), a)).second)
+  unsigned n = detail::node(a).numArgs;
+  if (n == 0 || !seen.insert(detail::astId(a)).second)
     return false;
   for (unsigned i = 0; i < n; ++i)
-    if (mentionsSymbol(Z3_get_app_arg(ctx(), app, i), name, seen))
+    if (mentionsSymbol(detail::argAt(a, i), name, seen))
       return true;
   return false;
 }
@@ -315,15 +346,14 @@ bool Expr::mentions(const std::string &var) const {
 // under `a`?
 static bool readsWithSymbol(Z3_ast a, Z3_symbol name, detail::AstIdSet &seen,
                             detail::AstIdSet &inArgs) {
-  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || isNamedConst(a))
+  if (!detail::isApp(a) || isNamedConst(a))
     return false;
-  Z3_app app = Z3_to_app(ctx(), a);
-  unsigned n = Z3_get_app_num_args(ctx(), app);
-  if (n == 0 || !seen.insert(Z3_get_ast_id(ctx(), a)).second)
+  unsigned n = detail::node(a).numArgs;
+  if (n == 0 || !seen.insert(detail::astId(a)).second)
     return false;
-  bool uf = Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), app)) == Z3_OP_UNINTERPRETED;
+  bool uf = detail::node(a).op == Z3_OP_UNINTERPRETED;
   for (unsigned i = 0; i < n; ++i) {
-    Z3_ast arg = Z3_get_app_arg(ctx(), app, i);
+    Z3_ast arg = detail::argAt(a, i);
     if (uf ? mentionsSymbol(arg, name, inArgs) : readsWithSymbol(arg, name, seen, inArgs))
       return true;
   }
@@ -352,9 +382,8 @@ Expr Expr::substitute(const std::vector<Expr> &from, const std::vector<Expr> &to
 
 static std::vector<Z3_ast> argsOf(Z3_ast a) {
   std::vector<Z3_ast> out;
-  Z3_app app = Z3_to_app(ctx(), a);
-  for (unsigned i = 0, n = Z3_get_app_num_args(ctx(), app); i < n; ++i)
-    out.push_back(Z3_get_app_arg(ctx(), app, i));
+  for (unsigned i = 0, n = detail::node(a).numArgs; i < n; ++i)
+    out.push_back(detail::argAt(a, i));
   return out;
 }
 
@@ -408,7 +437,7 @@ std::optional<std::pair<int64_t, Expr>> Expr::affineIn(const std::string &var) c
 }
 
 std::optional<std::tuple<Expr::Cmp, Expr, Expr>> Expr::asCmp() const {
-  if (!ast_ || Z3_get_ast_kind(ctx(), ast_) != Z3_APP_AST)
+  if (!ast_ || !detail::isApp(ast_))
     return std::nullopt;
   Cmp k;
   switch (detail::kindOf(ast_)) {
@@ -446,9 +475,9 @@ std::optional<Expr> Expr::findIntIte() const {
   while (!todo.empty()) {
     Z3_ast a = todo.back();
     todo.pop_back();
-    if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || !seen.insert(Z3_get_ast_id(ctx(), a)).second)
+    if (!detail::isApp(a) || !seen.insert(detail::astId(a)).second)
       continue;
-    if (detail::kindOf(a) == Z3_OP_ITE && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), a)) == Z3_INT_SORT)
+    if (detail::kindOf(a) == Z3_OP_ITE && detail::node(a).sort == Z3_INT_SORT)
       return Expr(a);
     auto args = argsOf(a);
     for (size_t i = args.size(); i-- > 0;)
@@ -461,7 +490,7 @@ static bool isIntComparison(Z3_ast a) {
   switch (detail::kindOf(a)) {
   case Z3_OP_LE: case Z3_OP_LT: case Z3_OP_GE: case Z3_OP_GT: case Z3_OP_EQ: case Z3_OP_DISTINCT: {
     auto args = argsOf(a);
-    return !args.empty() && Z3_get_sort_kind(ctx(), Z3_get_sort(ctx(), args[0])) == Z3_INT_SORT;
+    return !args.empty() && detail::node(args[0]).sort == Z3_INT_SORT;
   }
   default: return false;
   }

@@ -15,7 +15,7 @@ namespace {
 // A 0-ary uninterpreted constant (a size symbol), not a numeral.
 bool isSymbol(const Expr &e) {
   Z3_ast a = raw(e);
-  return Z3_get_ast_kind(ctx(), a) == Z3_APP_AST && numArgs(a) == 0 && kindOf(a) == Z3_OP_UNINTERPRETED &&
+  return isApp(a) && numArgs(a) == 0 && kindOf(a) == Z3_OP_UNINTERPRETED &&
          e.isInt();
 }
 
@@ -142,7 +142,7 @@ public:
 
   Expr run(const Expr &e) {
     Z3_ast a = raw(e);
-    if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || numArgs(a) == 0)
+    if (!isApp(a) || numArgs(a) == 0)
       return e;
     if (auto it = done.find(e.id()); it != done.end())
       return it->second.second;

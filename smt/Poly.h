@@ -13,14 +13,10 @@
 
 namespace shardproof::smt::detail {
 
-inline Z3_decl_kind kindOf(Z3_ast a) {
-  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST)
-    return Z3_OP_UNINTERPRETED;
-  return Z3_get_decl_kind(ctx(), Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a)));
-}
+inline Z3_decl_kind kindOf(Z3_ast a) { return node(a).op; }
 
-inline unsigned numArgs(Z3_ast a) { return Z3_get_app_num_args(ctx(), Z3_to_app(ctx(), a)); }
-inline Expr argOf(Z3_ast a, unsigned i) { return fromRaw(Z3_get_app_arg(ctx(), Z3_to_app(ctx(), a), i)); }
+inline unsigned numArgs(Z3_ast a) { return node(a).numArgs; }
+inline Expr argOf(Z3_ast a, unsigned i) { return fromRaw(argAt(a, i)); }
 
 inline bool isDivMod(Z3_decl_kind k) { return k == Z3_OP_DIV || k == Z3_OP_IDIV || k == Z3_OP_MOD; }
 
@@ -102,14 +98,27 @@ inline Linear linearOf(const Expr &e) {
 }
 
 inline bool hasDivMod(Z3_ast a, int depth = 0) {
-  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || depth > 64)
-    return false;
-  if (isDivMod(kindOf(a)))
-    return true;
-  for (unsigned i = 0; i < numArgs(a); ++i)
-    if (hasDivMod(Z3_get_app_arg(ctx(), Z3_to_app(ctx(), a), i), depth + 1))
+  // The simplifier asks this at every level of the terms it rewrites: a
+  // node's answer is kept with its cached answers, one walk instead of one per
+  // level. A `true` is exact; a `false` only from the top, where the depth
+  // bound cuts what every later question would cut too.
+  {
+    const NodeInfo &n = node(a);
+    if (n.kind != Z3_APP_AST || depth > 64)
+      return false;
+    if (n.divMod >= 0)
+      return n.divMod;
+    if (isDivMod(n.op)) {
+      nodeSlot(a).divMod = 1;
       return true;
-  return false;
+    }
+  }
+  bool found = false;
+  for (unsigned i = 0, n = numArgs(a); i < n && !found; ++i)
+    found = hasDivMod(argAt(a, i), depth + 1);
+  if (NodeInfo &s = nodeSlot(a); s.ast == a && (found || depth == 0))
+    s.divMod = found;
+  return found;
 }
 
 // `e` with every argument replaced by f(argument) (kept in `args`); `e` itself
@@ -144,7 +153,7 @@ inline bool factorInto(const Expr &e, Monomial &m) {
     return true;
   }
   Z3_ast a = raw(e);
-  if (Z3_get_ast_kind(ctx(), a) == Z3_APP_AST && kindOf(a) == Z3_OP_MUL) {
+  if (kindOf(a) == Z3_OP_MUL) {
     for (unsigned i = 0; i < numArgs(a); ++i)
       if (!factorInto(argOf(a, i), m))
         return false;

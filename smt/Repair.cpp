@@ -13,7 +13,7 @@ namespace {
 std::optional<std::string> constantName(const Expr &e) {
   Z3_context c = ctx();
   Z3_ast a = raw(e);
-  if (Z3_get_ast_kind(c, a) != Z3_APP_AST || numArgs(a) != 0 || kindOf(a) != Z3_OP_UNINTERPRETED || !e.isInt())
+  if (!isApp(a) || numArgs(a) != 0 || kindOf(a) != Z3_OP_UNINTERPRETED || !e.isInt())
     return std::nullopt;
   return std::string(Z3_get_symbol_string(c, Z3_get_decl_name(c, Z3_get_app_decl(c, Z3_to_app(c, a)))));
 }

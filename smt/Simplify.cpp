@@ -165,7 +165,7 @@ std::optional<Expr> divideMonomialsImpl(const Expr &a, const Expr &b, bool isMod
 
 Expr rewrite(const Expr &e) {
   Z3_ast a = raw(e);
-  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || !hasDivMod(a))
+  if (!isApp(a) || !hasDivMod(a))
     return e;
   unsigned n = numArgs(a);
   std::vector<Expr> args;
@@ -256,7 +256,10 @@ SimplifyMemo &simplifyMemo() {
 }
 } // namespace
 
-void releaseCaches() { simplifyMemo().map.clear(); }
+void releaseCaches() {
+  simplifyMemo().map.clear();
+  detail::clearNodeCache();
+}
 
 Expr Expr::simplify() const {
   if (!ast_)
@@ -306,7 +309,7 @@ Expr dropModuli(const Expr &e, const std::function<bool(const Expr &, int64_t)> 
   if (!e.isValid())
     return e;
   Z3_ast a = raw(e);
-  if (Z3_get_ast_kind(ctx(), a) != Z3_APP_AST || !hasDivMod(a))
+  if (!isApp(a) || !hasDivMod(a))
     return e;
   std::vector<Expr> args;
   Expr cur = mapArgs(e, [&](const Expr &x) { return dropModuli(x, inRange); }, args);

@@ -325,17 +325,21 @@ void Solver::assumeOnFunction(const Expr &fact, const std::string &fn, const Exp
 static void applicationsOf(Z3_ast a, const std::string &fn, detail::AstIdSet &seen, std::vector<Z3_app> &out,
                            bool &quantified) {
   Z3_context c = ctx();
-  quantified |= Z3_get_ast_kind(c, a) == Z3_QUANTIFIER_AST;
-  if (Z3_get_ast_kind(c, a) != Z3_APP_AST || !seen.insert(Z3_get_ast_id(c, a)).second)
-    return;
-  Z3_app app = Z3_to_app(c, a);
-  unsigned n = Z3_get_app_num_args(c, app);
-  Z3_func_decl d = Z3_get_app_decl(c, app);
-  if (n > 0 && Z3_get_decl_kind(c, d) == Z3_OP_UNINTERPRETED &&
-      fn == Z3_get_symbol_string(c, Z3_get_decl_name(c, d)))
-    out.push_back(app);
+  unsigned n;
+  {
+    const detail::NodeInfo &nd = detail::node(a);
+    quantified |= nd.kind == Z3_QUANTIFIER_AST;
+    if (nd.kind != Z3_APP_AST || !seen.insert(nd.id).second)
+      return;
+    n = nd.numArgs;
+    if (n > 0 && nd.op == Z3_OP_UNINTERPRETED) {
+      Z3_app app = Z3_to_app(c, a);
+      if (fn == Z3_get_symbol_string(c, Z3_get_decl_name(c, Z3_get_app_decl(c, app))))
+        out.push_back(app);
+    }
+  }
   for (unsigned i = 0; i < n; ++i)
-    applicationsOf(Z3_get_app_arg(c, app, i), fn, seen, out, quantified);
+    applicationsOf(detail::argAt(a, i), fn, seen, out, quantified);
 }
 
 // The set-aside fact `forall q. body(q)` at the points where `formula` applies
