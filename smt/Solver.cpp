@@ -103,6 +103,9 @@ struct Solver::Impl {
     // Its constants' values, for evaluating without Z3 (complete: false if
     // one is not a machine integer or a boolean).
     std::unordered_map<std::string, int64_t> values;
+    // The same by Expr::slotOf (unset: not named, 0 as completed): what the
+    // evaluation reads, without hashing a name per variable per query.
+    Expr::Slots slots;
     bool complete = true;
     // Its integer functions as tables (a tensor's values, val:x): the points
     // the model lists and the value everywhere else. Absent from `tables`: a
@@ -161,11 +164,23 @@ struct Solver::Impl {
         w.complete = false;
         break;
       }
-      w.values[Z3_get_symbol_string(c, Z3_get_decl_name(c, d))] = x;
+      std::string name = Z3_get_symbol_string(c, Z3_get_decl_name(c, d));
+      if (x == Expr::kUnset) { // reads as unknown by slot: Z3 evaluates this model
+        w.complete = false;
+        break;
+      }
+      setSlot(w.slots, name, x);
+      w.values[std::move(name)] = x;
     }
     for (unsigned i = 0, n = Z3_model_get_num_funcs(c, m); w.complete && i < n; ++i)
       readTable(c, m, Z3_model_get_func_decl(c, m, i), w);
     witnesses.insert(witnesses.begin(), std::move(w));
+  }
+  static void setSlot(Expr::Slots &slots, const std::string &name, int64_t x) {
+    uint32_t at = Expr::slotOf(name);
+    if (at >= slots.size())
+      slots.resize(at + 1, Expr::kUnset);
+    slots[at] = x;
   }
   // Function `d` of model `m` as a table of integers, or opaque if Z3 keeps
   // it in another form (an else that is an expression, a boolean function).
@@ -195,10 +210,11 @@ struct Solver::Impl {
     // repeat from query to query, where compiling each whole query again
     // was a tenth of the relation inference's time.
     const std::vector<Expr> parts = detail::conjunctsOf(formula);
-    auto evaluate = [&](const Expr::Env &env, const Expr::AppEnv &apps) -> std::optional<bool> {
+    // A variable the values do not name reads as 0 (a model completed).
+    auto evaluate = [&](const Expr::Slots &values, const Expr::AppEnv &apps) -> std::optional<bool> {
       bool unknown = false;
       for (const Expr &p : parts) {
-        auto v = p.eval(env, apps);
+        auto v = p.evalSlots(values, apps, /*unknownAsZero=*/true);
         if (!v)
           unknown = true;
         else if (*v == 0)
@@ -212,12 +228,7 @@ struct Solver::Impl {
       // completed); Z3's for what it cannot tell (functions, big numbers).
       std::optional<bool> fast;
       if (w.complete)
-        fast = evaluate(
-            [&](const std::string &n) {
-              auto it = w.values.find(n);
-              return std::optional<int64_t>(it == w.values.end() ? 0 : it->second);
-            },
-            [&](const std::string &fn, const std::vector<int64_t> &args) { return w.apply(fn, args); });
+        fast = evaluate(w.slots, [&](const std::string &fn, const std::vector<int64_t> &args) { return w.apply(fn, args); });
       bool holds = fast && *fast;
       if (!fast) {
         Z3_ast v = nullptr;
@@ -254,13 +265,21 @@ struct Solver::Impl {
         auto moved = detail::Repairer::values(bounds, modelValue, apps, high);
         if (!moved)
           break;
-        auto env = [&](const std::string &n) {
+        Expr::Slots env = w.slots;
+        bool readable = true;
+        for (auto &[n, x] : *moved) {
+          readable &= x != Expr::kUnset;
+          setSlot(env, n, x);
+        }
+        if (!readable)
+          continue;
+        auto envByName = [&](const std::string &n) {
           auto it = moved->find(n);
           return it != moved->end() ? std::optional<int64_t>(it->second) : modelValue(n);
         };
         auto holds = bounds.empty() ? std::nullopt : evaluate(env, apps);
         if (!(holds && *holds) && !appBounds.empty())
-          if (auto set = detail::Repairer::appValues(appBounds, env, apps, high))
+          if (auto set = detail::Repairer::appValues(appBounds, envByName, apps, high))
             holds = evaluate(env, [&](const std::string &fn, const std::vector<int64_t> &args) {
               auto it = set->find({fn, args});
               return it != set->end() ? std::optional<int64_t>(it->second) : w.apply(fn, args);
