@@ -75,6 +75,14 @@ inline Z3_ast argAt(Z3_ast a, unsigned i) {
   const NodeInfo &n = node(a);
   return i < NodeInfo::kInlineArgs ? n.args[i] : Z3_get_app_arg(ctx(), Z3_to_app(ctx(), a), i);
 }
+/// A 0-ary uninterpreted application: a named constant (a size, an index).
+inline bool isNamedConst(Z3_ast a) {
+  const NodeInfo &n = node(a);
+  return n.kind == Z3_APP_AST && n.numArgs == 0 && n.op == Z3_OP_UNINTERPRETED;
+}
+/// The name of an application's function (of a named constant: its name).
+inline Z3_func_decl declOf(Z3_ast a) { return Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a)); }
+inline std::string appName(Z3_ast a) { return Z3_get_symbol_string(ctx(), Z3_get_decl_name(ctx(), declOf(a))); }
 
 /// The Z3 handle of an Expr, and an Expr from a handle (taking a new
 /// reference): private to Expr, reachable from smt/ only.

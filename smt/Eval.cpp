@@ -52,7 +52,6 @@ struct Program {
   std::vector<uint32_t> kids;
 
   uint32_t compile(Z3_ast a, std::unordered_map<unsigned, uint32_t> &done) {
-    Z3_context c = ctx();
     const detail::NodeInfo &info = detail::node(a);
     unsigned id = info.id;
     if (auto it = done.find(id); it != done.end())
@@ -72,7 +71,7 @@ struct Program {
         args.push_back(compile(detail::argAt(a, i), done));
       if (nd.op == Z3_OP_UNINTERPRETED) {
         nd.kind = n == 0 ? Var : Fun;
-        nd.name = Z3_get_symbol_string(c, Z3_get_decl_name(c, Z3_get_app_decl(c, Z3_to_app(c, a))));
+        nd.name = detail::appName(a);
         if (nd.kind == Var)
           nd.slot = Expr::slotOf(nd.name);
       } else {

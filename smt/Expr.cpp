@@ -189,7 +189,7 @@ static void collectFunctions(Z3_context c, Z3_ast a, detail::AstIdSet &seen, std
   if (kind != Z3_APP_AST || n == 0)
     return;
   if (nd.op == Z3_OP_UNINTERPRETED)
-    out.emplace(Z3_get_symbol_string(c, Z3_get_decl_name(c, Z3_get_app_decl(c, Z3_to_app(c, a)))), n);
+    out.emplace(detail::appName(a), n);
   for (unsigned i = 0; i < n; ++i)
     collectFunctions(c, detail::argAt(a, i), seen, out);
 }
@@ -282,20 +282,10 @@ std::optional<bool> Expr::asBool() const {
   }
 }
 
-static bool isNamedConst(Z3_ast a) {
-  const detail::NodeInfo &n = detail::node(a);
-  return n.kind == Z3_APP_AST && n.numArgs == 0 && n.op == Z3_OP_UNINTERPRETED;
-}
-
-static std::string constName(Z3_ast a) {
-  Z3_func_decl d = Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a));
-  return Z3_get_symbol_string(ctx(), Z3_get_decl_name(ctx(), d));
-}
-
 std::optional<std::string> Expr::asVar() const {
-  if (!ast_ || !isNamedConst(ast_))
+  if (!ast_ || !detail::isNamedConst(ast_))
     return std::nullopt;
-  return constName(ast_);
+  return detail::appName(ast_);
 }
 
 unsigned Expr::id() const { return ast_ ? detail::astId(ast_) : 0; }
@@ -303,8 +293,8 @@ unsigned Expr::id() const { return ast_ ? detail::astId(ast_) : 0; }
 static void collectVars(Z3_ast a, std::set<std::string> &out, std::set<unsigned> &seen) {
   if (!seen.insert(detail::astId(a)).second || !detail::isApp(a))
     return;
-  if (isNamedConst(a)) {
-    out.insert(constName(a));
+  if (detail::isNamedConst(a)) {
+    out.insert(detail::appName(a));
     return;
   }
   for (unsigned i = 0, n = detail::node(a).numArgs; i < n; ++i)
@@ -324,8 +314,8 @@ std::vector<std::string> Expr::vars() const {
 static bool mentionsSymbol(Z3_ast a, Z3_symbol name, detail::AstIdSet &seen) {
   if (!detail::isApp(a))
     return false;
-  if (isNamedConst(a))
-    return Z3_get_decl_name(ctx(), Z3_get_app_decl(ctx(), Z3_to_app(ctx(), a))) == name;
+  if (detail::isNamedConst(a))
+    return Z3_get_decl_name(ctx(), detail::declOf(a)) == name;
   unsigned n = detail::node(a).numArgs;
   if (n == 0 || !seen.insert(detail::astId(a)).second)
     return false;
@@ -346,7 +336,7 @@ bool Expr::mentions(const std::string &var) const {
 // under `a`?
 static bool readsWithSymbol(Z3_ast a, Z3_symbol name, detail::AstIdSet &seen,
                             detail::AstIdSet &inArgs) {
-  if (!detail::isApp(a) || isNamedConst(a))
+  if (!detail::isApp(a) || detail::isNamedConst(a))
     return false;
   unsigned n = detail::node(a).numArgs;
   if (n == 0 || !seen.insert(detail::astId(a)).second)

@@ -15,8 +15,7 @@ namespace {
 // A 0-ary uninterpreted constant (a size symbol), not a numeral.
 bool isSymbol(const Expr &e) {
   Z3_ast a = raw(e);
-  return isApp(a) && numArgs(a) == 0 && kindOf(a) == Z3_OP_UNINTERPRETED &&
-         e.isInt();
+  return isNamedConst(a) && e.isInt();
 }
 
 bool isIntComparison(Z3_ast a) {

@@ -11,11 +11,10 @@ namespace {
 
 // The name of a 0-ary integer constant, if `e` is one.
 std::optional<std::string> constantName(const Expr &e) {
-  Z3_context c = ctx();
   Z3_ast a = raw(e);
-  if (!isApp(a) || numArgs(a) != 0 || kindOf(a) != Z3_OP_UNINTERPRETED || !e.isInt())
+  if (!isNamedConst(a) || !e.isInt())
     return std::nullopt;
-  return std::string(Z3_get_symbol_string(c, Z3_get_decl_name(c, Z3_get_app_decl(c, Z3_to_app(c, a)))));
+  return appName(a);
 }
 
 // The conjuncts of `e` (of its negation when `negated`): through and, not-or

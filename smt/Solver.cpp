@@ -351,11 +351,8 @@ static void applicationsOf(Z3_ast a, const std::string &fn, detail::AstIdSet &se
     if (nd.kind != Z3_APP_AST || !seen.insert(nd.id).second)
       return;
     n = nd.numArgs;
-    if (n > 0 && nd.op == Z3_OP_UNINTERPRETED) {
-      Z3_app app = Z3_to_app(c, a);
-      if (fn == Z3_get_symbol_string(c, Z3_get_decl_name(c, Z3_get_app_decl(c, app))))
-        out.push_back(app);
-    }
+    if (n > 0 && nd.op == Z3_OP_UNINTERPRETED && fn == detail::appName(a))
+      out.push_back(Z3_to_app(c, a));
   }
   for (unsigned i = 0; i < n; ++i)
     applicationsOf(detail::argAt(a, i), fn, seen, out, quantified);
