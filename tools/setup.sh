@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(cmake ninja-build g++ pkg-config libz3-dev llvm-15-dev libprotobuf-dev
   protobuf-compiler libonnx-dev libyaml-cpp-dev libgtest-dev libgmock-dev
   libbenchmark-dev libcli11-dev python3-onnx python3-torch
+  libgoogle-perftools-dev  # tcmalloc_minimal: the CLI's allocator (docs/performance.md item 91)
   python3-jsonschema python3-rfc3987  # tests/sarif: SARIF logs against the schema (rfc3987: uri formats)
   clang-14 libclang-rt-14-dev  # clang-14 + its runtimes: sanitizer build and libFuzzer
   chromium)  # headless, for the check --html test (tests/html)
