@@ -85,6 +85,7 @@ std::string toJson(const Result &r, const Context &ctx) {
                      {"numeric_probes", st.probes},        {"numeric_probes_gave_up", st.probesGaveUp},
                      {"obligations", st.obligations},      {"distinct_obligations", st.distinctObligations},
                      {"seconds", st.seconds},              {"phase_seconds", std::move(phases)},
+                     {"load_cpu_seconds", st.loadCpuSeconds},
                      {"peak_rss_kib", static_cast<int64_t>(st.peakRssKiB)},
                      {"solver_queries_by_kind", std::move(queries)},
                      {"slowest_reference_nodes", std::move(slowest)}};

@@ -149,6 +149,10 @@ struct Stats {
   // spec) and report (printing), and the peak resident set size.
   double loadSeconds = 0, worldSeconds = 0, inferSeconds = 0, checkSeconds = 0, reportSeconds = 0;
   double solverSeconds = 0;           // inside the solver, all phases
+  // CPU time (user + system, every thread) of the load phase: a total CPU
+  // figure's ratio to it does not change with how busy the machine is, as a
+  // ratio to the phase's wall time does.
+  double loadCpuSeconds = 0;
   std::vector<QueryKindStats> queries; // by solver time, largest first
   std::vector<NodeTime> slowestNodes;  // the kSlowestNodes slowest reference nodes, slowest first
   static constexpr size_t kSlowestNodes = 10;
