@@ -36,9 +36,8 @@ constexpr unsigned kProposalSteps = 8;
 // the ranks' all-reduced gradient within two).
 constexpr unsigned kQuickSteps = 2;
 
-// Term steps of one numeric probe. Class elements are kept between probes.
-// Past them the shallow probe decides, whose cost does not grow with the
-// depth. A walk-wide pool of up to 2 M more steps (from before the shallow
+// Term steps of one full numeric probe (exact to the leaves), tried when the
+// shallow probe below gives up. Class elements are kept between probes. A walk-wide pool of up to 2 M more steps (from before the shallow
 // probe) was spent in full on the first LM-end tensor of the 126-layer
 // forward and on nothing any probe then decided (80 ms of its 0.5 s of
 // inference); without it every example and bench case decides alike.
@@ -64,6 +63,14 @@ enum class Numbers { Same, Differ, Incomplete };
 // of them, 9 s of a six-layer GPT's 12 s). A probe that would have rejected
 // costs its proposal that unfolding.
 constexpr unsigned kShallowGiveUps = 8;
+
+// Full probes a walk may see run out of steps before it stops trying them
+// (then a shallow probe's difference stands unconfirmed, as it did when the
+// full probe had given up on that tensor). The walk goes up the model: the
+// tensors after one too deep to evaluate read it, and each of the 126-layer
+// forward's LM-end tensors spent the whole 200,000 steps (0.2 G
+// instructions) to no answer.
+constexpr unsigned kFullGiveUps = 1;
 
 // `a` and `b` at each point, in order, until one differs or the numbers run out.
 Numbers differAt(Replayer &rp, const Term &a, const Term &b, const std::vector<std::vector<int64_t>> &points) {
@@ -99,8 +106,15 @@ std::optional<Term> ReferenceWalk::proposeByName(int id) {
       llvm::consumeError(s.takeError());
       continue;
     }
-    for (auto &[rank, side] : *s)
-      sides.back().push_back(prover.normalize(side.first, 0));
+    for (auto &[rank, side] : *s) {
+      Term t = prover.normalize(side.first, 0);
+      // Ranks whose tensor is one class (a replicated loss after its
+      // all-reduce: y@* on every rank) give the same side: one proof covers
+      // them all (the 126-layer forward proved its loss eight times, 18 ms).
+      auto &cur = sides.back();
+      if (std::none_of(cur.begin(), cur.end(), [&](const Term &u) { return sameTerm(u, t); }))
+        cur.push_back(std::move(t));
+    }
   }
   // The same proposal one layer up (a weight gradient's reduction over the
   // sequence) is proven by the same unfoldings of renamed classes (NodeMemo.h).
@@ -200,8 +214,8 @@ std::vector<spec::Placement> ReferenceWalk::sameNamePlacements(int id) {
 
 bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &shape, ShallowUse &use,
                                      const std::vector<Term> &sides, bool shard) {
-  // The shallow probe gave up on this tensor: the full one reaches deeper still.
-  if (use.gaveUp)
+  // Both probes gave up on this tensor.
+  if (use.gaveUp && use.fullGaveUp)
     return false;
   if (!smallestSizes) {
     smallestSizes.emplace();
@@ -247,48 +261,65 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
       }
     }
   }
-  if (!use.fullGaveUp) {
-    if (!probe)
-      probe = std::make_unique<Replayer>(core.classes, sizes);
-    Replayer &rp = *probe;
-    rp.newProbe(kProbeSteps);
-    ++core.result.stats.probes;
-    Numbers n = differAt(rp, a, b, points);
-    if (n != Numbers::Incomplete)
-      return n == Numbers::Differ;
-    use.fullGaveUp = true;
-  }
-  // Cut short: a shallow probe, exact only a few class definitions below
-  // either side and arbitrary numbers (the same on both sides) under that.
-  // Its cost does not grow with the depth, where the full probe evaluates
-  // every layer below (in a 16-layer TP8 step, 25 of 50 s went to rejecting
-  // the LM end's picked logits that way, and 18 s to the replicated loss,
-  // which the unfolding then proved). Different: rejected. The same: the
-  // unfolding decides, as the numbers could only have rejected (a
-  // difference below the cut costs that unfolding, not a wrong answer).
+  // First cut short: a shallow probe, exact only a few class definitions
+  // below either side and arbitrary numbers under that. Its cost does not
+  // grow with the depth, where the full probe evaluates every layer below
+  // (in a 16-layer TP8 step, 25 of 50 s went to rejecting the LM end's
+  // picked logits that way, and 18 s to the replicated loss, which the
+  // unfolding then proved). The same: the unfolding decides, as the numbers
+  // could only have rejected (a difference below the cut costs that
+  // unfolding, not a wrong answer). Different: only a hint, as two sides
+  // that read different classes of equal value below the cut get different
+  // arbitrary numbers there (a data-parallel gradient's all-reduce); the
+  // full probe confirms it when it can finish. Run first, the shallow probe
+  // spares the full one wherever it finds the sides the same (the
+  // 126-layer forward's loss: 0.4 G instructions of its 4.4 G check); the
+  // answer is the one the full probe gave first, but for a difference below
+  // the cut, which the unfolding then finds instead.
   // One cut and one budget for every candidate and rank's side of the tensor:
   // they share what the first evaluated, and where the cut region itself is
   // too large the tensor gives up once, not once per rank (8 x 2 M steps cost
   // the one-layer TP8 step 7 s) or per candidate.
-  if (!use.started) {
-    if (core.result.stats.probesGaveUp >= kShallowGiveUps)
-      return false;
-    std::set<ClassId> exact = shallowCut(core.classes, a, sides, kShallowLevels);
-    // Elements one tensor's probe evaluated serve the next (the tensors
-    // above the logits read them all) unless they read a class now exact as
-    // cut; then a fresh replayer.
-    if (!shallowProbe || !shallowProbe->widenCut(exact)) {
-      shallowProbe = std::make_unique<Replayer>(core.classes, sizes);
-      shallowProbe->cutBelow(std::move(exact));
+  bool hint = false; // the shallow probe saw a difference
+  if (!use.gaveUp && core.result.stats.probesGaveUp < kShallowGiveUps) {
+    if (!use.started) {
+      std::set<ClassId> exact = shallowCut(core.classes, a, sides, kShallowLevels);
+      // Elements one tensor's probe evaluated serve the next (the tensors
+      // above the logits read them all) unless they read a class now exact as
+      // cut; then a fresh replayer.
+      if (!shallowProbe || !shallowProbe->widenCut(exact)) {
+        shallowProbe = std::make_unique<Replayer>(core.classes, sizes);
+        shallowProbe->cutBelow(std::move(exact));
+      }
+      shallowProbe->newProbe(kShallowSteps);
+      use.started = true;
     }
-    shallowProbe->newProbe(kShallowSteps);
-    use.started = true;
+    ++core.result.stats.probes;
+    Numbers n = differAt(*shallowProbe, a, b, points);
+    if (n == Numbers::Same)
+      return false; // a probe, not a search: the same is no proof
+    hint = n == Numbers::Differ;
+    if (n == Numbers::Incomplete) {
+      use.gaveUp = true;
+      ++core.result.stats.probesGaveUp; // only shallow probes give up, only here
+    }
   }
+  // Exact to the leaves, within its own (smaller) budget: its answer when it
+  // finishes, else the shallow probe's.
+  if (use.fullGaveUp || fullProbesGaveUp >= kFullGiveUps)
+    return hint;
+  if (!probe)
+    probe = std::make_unique<Replayer>(core.classes, sizes);
+  Replayer &rp = *probe;
+  rp.newProbe(kProbeSteps);
   ++core.result.stats.probes;
-  Numbers n2 = differAt(*shallowProbe, a, b, points);
-  use.gaveUp = n2 == Numbers::Incomplete;
-  core.result.stats.probesGaveUp += use.gaveUp; // only shallow probes give up, only here
-  return n2 == Numbers::Differ; // a probe, not a search: cut short, no rejection
+  Numbers n = differAt(rp, a, b, points);
+  if (n == Numbers::Incomplete) {
+    use.fullGaveUp = true;
+    ++fullProbesGaveUp;
+    return hint;
+  }
+  return n == Numbers::Differ;
 }
 
 } // namespace shardproof::relation

@@ -65,6 +65,8 @@ private:
   /// are evaluated once, not once per proposal (each reaches back to the
   /// inputs, so per-proposal evaluation grew with the layers squared).
   std::unique_ptr<Replayer> probe;
+  /// Full probes of this walk that ran out of steps (Propose.cpp).
+  unsigned fullProbesGaveUp = 0;
   /// The shallow probes' replayer (Propose.cpp), shared by neighbouring
   /// tensors while their cuts agree: the LM end's tensors all read the same
   /// logits, which cost 0.4 s to evaluate at the bench's widths.
