@@ -36,11 +36,13 @@ constexpr unsigned kProposalSteps = 8;
 // the ranks' all-reduced gradient within two).
 constexpr unsigned kQuickSteps = 2;
 
-// Term steps of one full numeric probe (exact to the leaves), tried when the
-// shallow probe below gives up. Class elements are kept between probes. A walk-wide pool of up to 2 M more steps (from before the shallow
-// probe) was spent in full on the first LM-end tensor of the 126-layer
-// forward and on nothing any probe then decided (80 ms of its 0.5 s of
-// inference); without it every example and bench case decides alike.
+// Term steps of one full numeric probe (exact to the leaves), which confirms
+// a shallow probe's difference or decides where that probe gives up. Class
+// elements are kept between probes. A walk-wide pool of up to 2 M more steps
+// (from before the shallow probe) was spent in full on the first LM-end
+// tensor of the 126-layer forward and on nothing any probe then decided (80
+// ms of its 0.5 s of inference); without it every example and bench case
+// decides alike.
 constexpr uint64_t kProbeSteps = 200'000;
 
 // Class definitions below either side that the shallow probe evaluates
@@ -214,8 +216,10 @@ std::vector<spec::Placement> ReferenceWalk::sameNamePlacements(int id) {
 
 bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &shape, ShallowUse &use,
                                      const std::vector<Term> &sides, bool shard) {
+  // Full probes are over for this tensor, or for the walk.
+  const bool fullOff = use.fullGaveUp || fullProbesGaveUp >= kFullGiveUps;
   // Both probes gave up on this tensor.
-  if (use.gaveUp && use.fullGaveUp)
+  if (use.gaveUp && fullOff)
     return false;
   if (!smallestSizes) {
     smallestSizes.emplace();
@@ -306,7 +310,7 @@ bool ReferenceWalk::differsOnNumbers(const Term &a, const Term &b, const Shape &
   }
   // Exact to the leaves, within its own (smaller) budget: its answer when it
   // finishes, else the shallow probe's.
-  if (use.fullGaveUp || fullProbesGaveUp >= kFullGiveUps)
+  if (fullOff)
     return hint;
   if (!probe)
     probe = std::make_unique<Replayer>(core.classes, sizes);
