@@ -86,6 +86,23 @@ void setSource(ir::Node &node, const std::string &doc) {
 constexpr int64_t kNewestOnnxOpset = 23;
 
 class Builder {
+  // "name=2;other=2": each a dim_param and the least size the graph holds for.
+  llvm::Error readSizeMins(const onnx::ModelProto &m) {
+    for (const auto &p : m.metadata_props()) {
+      if (p.key() != "shardproof.size_min")
+        continue;
+      std::istringstream in(p.value());
+      for (std::string item; std::getline(in, item, ';');) {
+        size_t eq = item.find('=');
+        std::string num = eq == std::string::npos ? "" : item.substr(eq + 1);
+        if (eq == 0 || num.empty() || num.size() > 9 || num.find_first_not_of("0123456789") != std::string::npos)
+          return err("metadata shardproof.size_min has '" + item + "'; expected name=N");
+        g_.sizeMins[item.substr(0, eq)] = std::stoll(num);
+      }
+    }
+    return llvm::Error::success();
+  }
+
 public:
   Builder(const std::string &file, const LoadOptions &opts) : file_(file), opts_(opts) { g_.path = file; }
 
@@ -100,6 +117,8 @@ public:
                    " of the default ONNX domain; ONNX releases define opsets 1 to " + std::to_string(kNewestOnnxOpset));
       g_.opsets[domain] = op.version();
     }
+    if (auto e = readSizeMins(m))
+      return std::move(e);
     const onnx::GraphProto &gp = m.graph();
     g_.name = gp.name();
     // Sized once: a 126-layer rank has a million values and nodes.

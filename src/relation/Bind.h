@@ -64,6 +64,8 @@ private:
   /// The free size symbols once the rank symbols are bound.
   std::vector<std::string> symbolNames() const;
   llvm::Error setupSymbols();
+  /// Every size a graph was captured for covers what the spec admits.
+  llvm::Error checkCapturedSizes();
   llvm::Error bindInputs();
   /// A placed reference input and its rank counterparts (none for a relation,
   /// which names its own rank tensors).

@@ -75,12 +75,34 @@ static void internValue(RankWorld &S, int r, const Node &n, int out, bool evenIf
 // input and one output, the attributes its row reads and no others, a known
 // reduction, axes inside the input's rank. Anything else is a graph
 // shardproof cannot read the way the runtime would: bad input, never a guess.
-static llvm::Error checkCollectiveNode(const Node &n, const CollectiveDef &c, int rank, size_t inputRank) {
+// The group a collective runs over: every rank in rank order, or UNKNOWN
+// naming the group. A sub-group read as the world would be a wrong graph.
+static llvm::Error checkGroup(const Node &n, const std::string &where, int worldSize) {
+  std::vector<int64_t> all(worldSize);
+  for (int r = 0; r < worldSize; ++r)
+    all[r] = r;
+  if (const Attribute *g = n.attr("group_size"); g && (g->kind != Attribute::Kind::Int || g->i != worldSize))
+    return unsupportedError(where + " runs over a group of " +
+                            (g->kind == Attribute::Kind::Int ? std::to_string(g->i) : std::string("?")) + " of the " +
+                            std::to_string(worldSize) + " ranks (sub-groups are not supported yet)");
+  if (const Attribute *g = n.attr("group_ranks"); g && (g->kind != Attribute::Kind::Ints || g->ints != all)) {
+    std::string ranks;
+    for (int64_t r : g->ints)
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    return unsupportedError(where + " runs over the group of ranks [" + ranks + "] of the " +
+                            std::to_string(worldSize) + " ranks (only the group of every rank in rank order is " +
+                            "supported yet)");
+  }
+  return llvm::Error::success();
+}
+
+static llvm::Error checkCollectiveNode(const Node &n, const CollectiveDef &c, int rank, size_t inputRank,
+                                       int worldSize) {
   std::string where = "rank " + std::to_string(rank) + ": collective " + describe(n);
   if (n.inputs.size() != 1 || n.outputs.size() != 1)
     return userError(where + " has " + std::to_string(n.inputs.size()) + " inputs and " +
                      std::to_string(n.outputs.size()) + " outputs; a collective takes one tensor and gives one");
-  std::vector<std::string> allowed{"group_size"};
+  std::vector<std::string> allowed{"group_size", "group_ranks"};
   if (c.readsOp)
     allowed.push_back("op");
   allowed.insert(allowed.end(), c.axes.begin(), c.axes.end());
@@ -88,6 +110,8 @@ static llvm::Error checkCollectiveNode(const Node &n, const CollectiveDef &c, in
     if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
       return userError(where + " has attribute '" + name + "', which shardproof does not read (it reads: " +
                        llvm::join(allowed, ", ") + ")");
+  if (auto e = checkGroup(n, where, worldSize))
+    return e;
   if (const Attribute *op = n.attr("op")) {
     if (op->kind != Attribute::Kind::String || (op->s != "sum" && op->s != "max" && op->s != "min"))
       return userError(where + ": reduction op '" + (op->kind == Attribute::Kind::String ? op->s : "?") +
@@ -128,7 +152,7 @@ static llvm::Error buildCollective(RankWorld &S, const std::vector<const Node *>
       return userError("rank " + std::to_string(r) + ": collective " + describe(n) + " has no input");
     const ValueInfo &v = S.rankValues[r][n.inputs[0]];
     if (v.shape && coll)
-      if (auto e = checkCollectiveNode(n, *coll, r, v.shape->rank()))
+      if (auto e = checkCollectiveNode(n, *coll, r, v.shape->rank(), S.worldSize()))
         return e;
     if (!v.term || !v.shape) {
       for (int o : n.outputs)

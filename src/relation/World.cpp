@@ -76,6 +76,50 @@ llvm::Error InputBinding::setupSymbols() {
                                "could not decide that the spec's symbol bounds and constraints admit any size (" +
                                    r.reason + "); a proof under them could hold vacuously",
                                "", "", "", "", {}, std::nullopt});
+  return checkCapturedSizes();
+}
+
+// A graph captured at symbolic sizes holds only from its sizeMins on (torch
+// specializes 0 and 1): a spec admitting a smaller size would claim what no
+// graph says. An input error naming the size, or UNKNOWN when undecided.
+llvm::Error InputBinding::checkCapturedSizes() {
+  auto check = [&](const ir::Graph &g, int id, const ir::Shape &shape) -> llvm::Error {
+    const ir::Value &v = g.values[id];
+    if (!v.declared)
+      return llvm::Error::success();
+    for (size_t a = 0; a < v.declared->dims.size() && a < shape.dims.size(); ++a) {
+      auto vars = v.declared->dims[a].vars();
+      if (vars.size() != 1)
+        continue;
+      auto m = g.sizeMins.find(*vars.begin());
+      if (m == g.sizeMins.end())
+        continue;
+      Expr below = shape.dims[a] < Expr::intConst(m->second);
+      smt::CheckResult r = solver.check("spec.captured_sizes", below);
+      std::string what = "'" + m->first + "' (" + g.path + ", input '" + v.name + "' axis " + std::to_string(a) + ")";
+      if (r.result == smt::Result::Sat)
+        return userError("the spec admits " + what + " below " + std::to_string(m->second) +
+                             ", but the graph was captured for sizes >= " + std::to_string(m->second) +
+                             " only (torch.export specializes sizes 0 and 1): raise the symbol's min to " +
+                             std::to_string(m->second) + " (for a rank's share, through the constraints)",
+                         spec.referenceLoc);
+      if (r.result != smt::Result::Unsat)
+        result.failures.push_back({Failure::SolverUnknown,
+                                   "could not decide that the spec keeps " + what + " at or above " +
+                                       std::to_string(m->second) + " (" + r.reason + ")",
+                                   "", "", "", "", {}, std::nullopt});
+    }
+    return llvm::Error::success();
+  };
+  for (int id : ref.inputs)
+    if (ref.values[id].declared)
+      if (auto e = check(ref, id, *ref.values[id].declared))
+        return e;
+  for (int r = 0; r < worldSize(); ++r)
+    for (int id : ranks[r].inputs)
+      if (auto d = rankShapeOf(r, id))
+        if (auto e = check(ranks[r], id, *d))
+          return e;
   return llvm::Error::success();
 }
 

@@ -221,17 +221,32 @@ Draft draftSpec(const DraftInput &in) {
     for (const auto &p : in.rankPaths)
       y += "    - " + key(p) + "\n";
   }
+  // The least size every graph holds for (1, or 2 for a torch.export capture).
+  auto minOf = [&](const std::string &s) {
+    int64_t least = 1;
+    for (const ir::Graph *g : in.ranks)
+      if (auto m = g->sizeMins.find(s); m != g->sizeMins.end())
+        least = std::max(least, m->second);
+    if (auto m = ref.sizeMins.find(s); m != ref.sizeMins.end())
+      least = std::max(least, m->second);
+    return least;
+  };
+  auto captured = [&](const std::string &s) {
+    return minOf(s) > 1 ? "  # captured by torch.export, which specializes sizes 0 and 1" : "";
+  };
   if (!refSymbols.empty()) {
     y += "symbols:  # the reference's dynamic sizes; add max: or value: to bound them\n";
     for (const auto &s : refSymbols) {
+      std::string least = std::to_string(minOf(s));
       if (auto m = limits.max.find(s); m != limits.max.end())
-        y += "  " + key(s) + ": {min: 1, max: " + std::to_string(m->second.first) + "}  # the reference needs it: " +
-             m->second.second + "\n";
+        y += "  " + key(s) + ": {min: " + least + ", max: " + std::to_string(m->second.first) +
+             "}  # the reference needs it: " + m->second.second + "\n";
       else
-        y += "  " + key(s) + ": {min: 1}\n";
+        y += "  " + key(s) + ": {min: " + least + "}" + captured(s) + "\n";
     }
     for (const auto &s : localSymbols)
-      y += "  " + key(s) + ": {min: 1}  # each rank's share, tied to the whole under constraints\n";
+      y += "  " + key(s) + ": {min: " + std::to_string(minOf(s)) +
+           "}  # each rank's share, tied to the whole under constraints" + captured(s) + "\n";
   }
   if (!constraints.empty() || !limits.constraints.empty()) {
     y += "constraints:\n";

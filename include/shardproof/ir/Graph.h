@@ -125,6 +125,10 @@ struct Graph {
   std::vector<int> initializers;  // values with init data
   std::vector<int> outputs;
   std::map<std::string, int64_t> opsets; // domain -> version
+  /// Sizes the graph holds from, by dim_param (model metadata
+  /// "shardproof.size_min", written by the torch 2 capture: torch.export
+  /// specializes sizes 0 and 1, so its graphs say nothing below 2).
+  std::map<std::string, int64_t> sizeMins;
   llvm::StringMap<int> byName;
 
   std::optional<int> find(const std::string &n) const {
