@@ -24,6 +24,7 @@ using namespace shardproof;
 
 namespace {
 
+constexpr int kExitUnknown = 2;
 constexpr int kExitBadInput = 3;
 constexpr int kExitInternal = 4;
 
@@ -160,8 +161,14 @@ void buryUntilExit(std::shared_ptr<void> p) {
   buried->push_back(std::move(p));
 }
 
+// Valid input beyond what shardproof reasons about (a collective over a
+// sub-group) is UNKNOWN with its reason, as the exit codes promise.
 int reportError(llvm::Error e) {
   auto taken = takeError(std::move(e));
+  if (taken.kind == ErrorKind::Unsupported) {
+    llvm::outs() << "UNKNOWN: " << taken.text << "\n";
+    return kExitUnknown;
+  }
   llvm::errs() << "shardproof: " << taken.text << "\n";
   return taken.kind == ErrorKind::Internal ? kExitInternal : kExitBadInput;
 }

@@ -508,3 +508,45 @@ def _all_to_all(w, node, x, output_splits, input_splits, group):
 @row(c10d.wait_tensor.default)
 def _wait(w, node, x):
     return w.value(x)
+
+
+# --- no-ops and writes -----------------------------------------------------------
+
+@row(aten._assert_tensor_metadata.default)
+def _assert_metadata(w, node, *args, **kw):
+    return None  # a dtype/device check torch made while tracing: nothing to compute
+
+
+@row(aten.empty.memory_format, aten.empty_strided.default, aten.empty_like.default)
+def _empty(w, node, size, *args, **kw):
+    """Uninitialized memory: NaN, so that any read of it poisons what it
+    reaches instead of reading as a value (a buffer a collective or a copy
+    overwrites whole is never read)."""
+    from onnx import numpy_helper
+
+    if node.target is aten.empty_like.default:
+        size = list(out_val(node).shape)
+    dt = out_val(node).dtype
+    if not dt.is_floating_point:
+        unsupported(w, f"an uninitialized {dt} tensor (torch.empty) that is read")
+    fill = numpy_helper.from_array(torch.tensor([float("nan")], dtype=dt).numpy())
+    return w.emit("ConstantOfShape", [w.ints(size)], value=fill)
+
+
+@row(aten.index_put.default)
+def _index_put(w, node, x, indices, values, accumulate=False):
+    """x[mask] = v with one boolean mask over x's leading dims (Megatron's
+    vocab-parallel embedding zeroing the rows of ids outside its shard)."""
+    if accumulate or len(indices) != 1 or indices[0] is None or out_val(indices[0]).dtype != torch.bool:
+        unsupported(w, "index_put other than x[mask] = value with one boolean mask")
+    mask, r = indices[0], rank_of(x)
+    m = w.value(mask)
+    extra = r - rank_of(mask)
+    if extra:
+        m = w.emit("Unsqueeze", [m, w.const(list(range(rank_of(mask), r)), torch.int64)])
+    if out_val(values).dim() != 0 and out_val(values).numel() != 1:
+        unsupported(w, "index_put of a tensor of values (only one value broadcast over the mask)")
+    v = w.value(values)
+    if out_val(values).dim() != 0:
+        v = w.emit("Reshape", [v, w.const([], torch.int64)])
+    return w.emit("Where", [m, v, w.value(x)])

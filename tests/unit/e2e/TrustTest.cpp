@@ -84,7 +84,7 @@ TEST_F(Hostile, CollectiveWithAnExtraInputOrAttributeIsBadInput) {
   models(extraAttr, extraAttr);
   r = run("check " + write("s.yaml", spec()));
   EXPECT_EQ(r.exitCode, 3) << r.out;
-  EXPECT_SAYS(r, "has attribute 'dim', which shardproof does not read (it reads: group_size, axis)");
+  EXPECT_SAYS(r, "has attribute 'dim', which shardproof does not read (it reads: group_size, group_ranks, axis)");
 }
 
 // Was: VERIFIED after 90 s. The satisfiability check of the constraints timed
