@@ -89,6 +89,11 @@ class Builder {
   // "name=2;other=2": each a dim_param and the least size the graph holds for.
   llvm::Error readSizeMins(const onnx::ModelProto &m) {
     for (const auto &p : m.metadata_props()) {
+      if (p.key() == "shardproof.assume") {
+        if (p.value().size() > 100000)
+          return err("metadata shardproof.assume is " + std::to_string(p.value().size()) + " bytes long");
+        g_.assumption = p.value();
+      }
       if (p.key() != "shardproof.size_min")
         continue;
       std::istringstream in(p.value());

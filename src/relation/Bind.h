@@ -66,6 +66,7 @@ private:
   llvm::Error setupSymbols();
   /// Every size a graph was captured for covers what the spec admits.
   llvm::Error checkCapturedSizes();
+  llvm::Error checkCapturedGuards(const ir::Graph &g);
   llvm::Error bindInputs();
   /// A placed reference input and its rank counterparts (none for a relation,
   /// which names its own rank tensors).

@@ -79,6 +79,30 @@ llvm::Error InputBinding::setupSymbols() {
   return checkCapturedSizes();
 }
 
+// A graph whose capture relied on a guard holds only where it does: the
+// spec's assumptions must imply it. An input error quoting the guard, or
+// UNKNOWN when undecided.
+llvm::Error InputBinding::checkCapturedGuards(const ir::Graph &g) {
+  if (g.assumption.empty())
+    return llvm::Error::success();
+  spec::SymbolTable any;
+  any.allowAny = true;
+  auto cond = spec::parseConstraint(g.assumption, any);
+  if (!cond)
+    return userError(g.path + ": metadata shardproof.assume: " + takeError(cond.takeError()).text);
+  smt::CheckResult r = solver.check("spec.captured_guards", !*cond);
+  if (r.result == smt::Result::Sat)
+    return userError("the spec admits sizes where " + g.path + " was not captured: torch traced it under `" +
+                         g.assumption + "`; add that to the spec's constraints (shardproof init drafts it)",
+                     spec.referenceLoc);
+  if (r.result != smt::Result::Unsat)
+    result.failures.push_back({Failure::SolverUnknown,
+                               "could not decide that the spec keeps to " + g.path + "'s captured guard `" +
+                                   g.assumption + "` (" + r.reason + ")",
+                               "", "", "", "", {}, std::nullopt});
+  return llvm::Error::success();
+}
+
 // A graph captured at symbolic sizes holds only from its sizeMins on (torch
 // specializes 0 and 1): a spec admitting a smaller size would claim what no
 // graph says. An input error naming the size, or UNKNOWN when undecided.
@@ -111,6 +135,11 @@ llvm::Error InputBinding::checkCapturedSizes() {
     }
     return llvm::Error::success();
   };
+  if (auto e = checkCapturedGuards(ref))
+    return e;
+  for (int r = 0; r < worldSize(); ++r)
+    if (auto e = checkCapturedGuards(ranks[r]))
+      return e;
   for (int id : ref.inputs)
     if (ref.values[id].declared)
       if (auto e = check(ref, id, *ref.values[id].declared))

@@ -248,10 +248,21 @@ Draft draftSpec(const DraftInput &in) {
       y += "  " + key(s) + ": {min: " + std::to_string(minOf(s)) +
            "}  # each rank's share, tied to the whole under constraints" + captured(s) + "\n";
   }
-  if (!constraints.empty() || !limits.constraints.empty()) {
+  // The guards torch traced under (a torch.export capture): the graphs hold
+  // only where they do, and check refuses a spec that admits more.
+  std::vector<std::pair<std::string, std::string>> guards; // condition, first graph traced under it
+  std::vector<const ir::Graph *> graphs{&ref};
+  graphs.insert(graphs.end(), in.ranks.begin(), in.ranks.end());
+  for (const ir::Graph *g : graphs)
+    if (!g->assumption.empty() && std::none_of(guards.begin(), guards.end(),
+                                               [&](const auto &k) { return k.first == g->assumption; }))
+      guards.push_back({g->assumption, g->path});
+  if (!constraints.empty() || !limits.constraints.empty() || !guards.empty()) {
     y += "constraints:\n";
     for (size_t i = 0; i < limits.constraints.size(); ++i)
       y += "  - \"" + limits.constraints[i] + "\"  # the reference needs it: " + limits.reasons[i] + "\n";
+    for (const auto &[text, path] : guards)
+      y += "  - \"" + text + "\"  # torch.export traced " + key(path) + " under this guard\n";
     for (const auto &c : constraints)
       y += "  - \"" + c + "\"  # assumed by a shard guessed below\n";
   }

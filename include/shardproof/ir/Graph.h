@@ -129,6 +129,10 @@ struct Graph {
   /// "shardproof.size_min", written by the torch 2 capture: torch.export
   /// specializes sizes 0 and 1, so its graphs say nothing below 2).
   std::map<std::string, int64_t> sizeMins;
+  /// The size condition the graph holds under (metadata "shardproof.assume",
+  /// in the spec's constraint syntax: the guards torch could not prove for
+  /// every size), or empty for every size.
+  std::string assumption;
   llvm::StringMap<int> byName;
 
   std::optional<int> find(const std::string &n) const {

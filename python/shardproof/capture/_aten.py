@@ -287,6 +287,8 @@ def _squeeze(w, node, x, dims=None):
 @row(aten.slice.Tensor, aten.slice_copy.Tensor)
 def _slice(w, node, x, dim=0, start=None, end=None, step=1):
     start = 0 if start is None else start
+    if start == 0 and step == 1 and (end is None or (isinstance(end, int) and end >= INT64_MAX)):
+        return w.value(x)  # x[:, :, None] writes full slices: the identity, and clamps the prover need not see
     end = INT64_MAX if end is None else min(end, INT64_MAX) if isinstance(end, int) else end
     return w.emit("Slice", [w.value(x), w.ints([start]), w.ints([end]),
                             w.const([axis(dim, rank_of(x))], torch.int64), w.ints([step])])
@@ -550,3 +552,18 @@ def _index_put(w, node, x, indices, values, accumulate=False):
     if out_val(values).dim() != 0:
         v = w.emit("Reshape", [v, w.const([], torch.int64)])
     return w.emit("Where", [m, v, w.value(x)])
+
+
+@row(aten.max.dim, aten.min.dim)
+def _max_dim(w, node, x, dim, keepdim=False):
+    big = node.target is aten.max.dim
+    a, k = axis(dim, rank_of(x)), int(keepdim)
+    values = w.emit("ReduceMax" if big else "ReduceMin", [w.value(x)], axes=[a], keepdims=k)
+    indices = w.emit("ArgMax" if big else "ArgMin", [w.value(x)], axis=a, keepdims=k)
+    return [values, indices]
+
+
+@row(aten.max.default, aten.min.default)
+def _max_all(w, node, x):
+    op = "ReduceMax" if node.target is aten.max.default else "ReduceMin"
+    return w.emit(op, [w.value(x)], axes=list(range(rank_of(x))), keepdims=0)

@@ -1,6 +1,7 @@
 """The reference and every rank, traced and written as ONNX files."""
 import dataclasses
 import os
+import re
 import shutil
 import tempfile
 from typing import List
@@ -16,6 +17,7 @@ from ._trace import MIN_SIZE, trace
 from ._world import CaptureError, fake_world
 
 SIZE_MIN_KEY = "shardproof.size_min"  # model metadata: "name=2;..." sizes the graph holds from
+ASSUME_KEY = "shardproof.assume"  # model metadata: the size condition the graph holds under
 
 
 @dataclasses.dataclass
@@ -45,7 +47,7 @@ def _build(what, factory):
     except CaptureError:
         raise
     except Exception as e:  # the user's constructor failed: say which one, with its location
-        raise CaptureError(f"building the {what} failed: {type(e).__name__}: {e} (at {exception_site(e)})") from e
+        raise CaptureError(f"building the {what} failed: {type(e).__name__}: {e}{exception_site(e)}") from e
     if not isinstance(module, torch.nn.Module):
         raise CaptureError(f"the {what} factory returned {type(module).__name__}, not a torch.nn.Module")
     return module.eval()
@@ -55,7 +57,7 @@ def _feed(what, fn, *args):
     try:
         inputs = fn(*args)
     except Exception as e:
-        raise CaptureError(f"making the {what}'s inputs failed: {type(e).__name__}: {e} (at {exception_site(e)})") from e
+        raise CaptureError(f"making the {what}'s inputs failed: {type(e).__name__}: {e}{exception_site(e)}") from e
     if not isinstance(inputs, dict):
         raise CaptureError(f"the {what}'s inputs must be a dict name -> tensor, got {type(inputs).__name__}")
     return inputs
@@ -70,17 +72,54 @@ def _output_names(case, traced):
     return ["y"] if n == 1 else [f"y{i}" for i in range(n)]
 
 
-def _one(what, rank, world, factory, feed, dynamic, outputs, case):
+def _one(what, rank, world, factory, feed, dynamic, outputs, case, sizes):
+    """One graph: (model, output names, collective calls). When torch left
+    guards in it (a size it could not reason about for every value), it is
+    traced again at other sizes: the same graph under another guard holds
+    wherever either guard does, and that disjunction is what the graph claims."""
+    model, names, calls, guards = _trace_one(what, rank, world, factory, feed, dynamic, outputs, case, sizes)
+    if guards:
+        other = {n: v + max(world, 2) for n, v in sizes.items()}
+        again, _, _, guards2 = _trace_one(what, rank, world, factory, feed, dynamic, names, case, other)
+        if again.graph.SerializeToString() != model.graph.SerializeToString():
+            raise CaptureError(f"the {what}'s graph depends on the example sizes: traced at {sizes} under "
+                               f"{' and '.join(guards)}, and at {other} it differs")
+        if not _covers_every_size(guards, guards2):
+            claim = " or ".join(f"({' and '.join(g)})" for g in (guards, guards2))
+            onnx.helper.set_model_props(model, {**_props(model), ASSUME_KEY: claim})
+    return model, names, calls
+
+
+_NOT_ONE = re.compile(r"^\((\w+) != (-?\d+)\)$")
+
+
+def _covers_every_size(a, b):
+    """Whether (all of a) or (all of b) holds at every size: the usual case of
+    guards that only exclude the example size itself (`seq != 6` from one
+    trace, `seq != 8` from the other) is a disjunction no size breaks."""
+    ma, mb = [_NOT_ONE.match(g) for g in a], [_NOT_ONE.match(g) for g in b]
+    if not all(ma) or not all(mb):
+        return False
+    # Breaking it needs one guard of each false at once: one size equal to
+    # two different constants.
+    return all(x.group(1) == y.group(1) and x.group(2) != y.group(2) for x in ma for y in mb)
+
+
+def _props(model):
+    return {p.key: p.value for p in model.metadata_props}
+
+
+def _trace_one(what, rank, world, factory, feed, dynamic, outputs, case, sizes):
     with fake_world(rank, world):
         module = _build(what, factory)
-        inputs = feed()
+        inputs = feed(sizes)
         dyn = {n: a for n, a in dynamic.items() if n in inputs}
         traced = trace(what, module, inputs, dyn)
         names = outputs or _output_names(case, traced)
-        model = write(traced, what, names, _aten.ROWS)
-    sizes = sorted({s for axes in dyn.values() for s in axes.values()})
-    onnx.helper.set_model_props(model, {SIZE_MIN_KEY: ";".join(f"{s}={MIN_SIZE}" for s in sizes)})
-    return model, names, traced.calls
+        model, guards = write(traced, what, names, _aten.ROWS)
+    names_used = sorted({s for axes in dyn.values() for s in axes.values()})
+    onnx.helper.set_model_props(model, {SIZE_MIN_KEY: ";".join(f"{s}={MIN_SIZE}" for s in names_used)})
+    return model, names, traced.calls, guards
 
 
 def export(case, world_size, out, log=None) -> Exported:
@@ -92,14 +131,15 @@ def export(case, world_size, out, log=None) -> Exported:
     sizes = example_sizes(case, world_size)
     rank_inputs = case.rank_inputs or (lambda s, r, p: case.inputs(s))
     rank_dynamic = case.rank_dynamic if case.rank_dynamic is not None else case.dynamic
-    ref, names, _ = _one("reference", 0, 1, case.reference, lambda: _feed("reference", case.inputs, dict(sizes)),
-                         case.dynamic, None, case)
+    ref, names, _ = _one("reference", 0, 1, case.reference, lambda s: _feed("reference", case.inputs, dict(s)),
+                         case.dynamic, None, case, sizes)
     say(f"traced the reference: {len(ref.graph.node)} nodes")
     models, calls = [], []
     for r in range(world_size):
         what = f"implementation on rank {r}"
         model, _, c = _one(what, r, world_size, case.implementation,
-                           lambda: _feed(what, rank_inputs, dict(sizes), r, world_size), rank_dynamic, names, case)
+                           lambda s: _feed(what, rank_inputs, dict(s), r, world_size), rank_dynamic, names, case,
+                           sizes)
         say(f"traced rank {r}: {len(model.graph.node)} nodes, {len(c)} collective calls")
         models.append(model)
         calls.append(c)

@@ -44,6 +44,7 @@ class Writer:
         self.values = {}  # fx.Node -> ONNX name, list of names, or a Python number
         self.sources = {}  # sympy symbol of a dynamic size -> (input name, axis)
         self.reshaped = {}  # a Reshape's output -> (its source, the source's FX shape)
+        self.assumptions = []  # torch's guards on sizes, as spec conditions
         self._names = set()
         self._scope, self._site, self._fx = "", "", None
 
@@ -63,11 +64,11 @@ class Writer:
         self._site = node_site(fx_node.meta.get("stack_trace"))
 
     # --- building ---------------------------------------------------------
-    def emit(self, op, inputs, n_out=1, domain="", **attrs):
+    def emit(self, op_type, inputs, n_out=1, domain="", **attrs):
         """Appends one node; returns its output name (or names when n_out > 1)."""
-        name = self.fresh(f"{self._scope}/{op}")
+        name = self.fresh(f"{self._scope}/{op_type}")
         outs = [self.fresh(f"{name}_output_{i}") for i in range(n_out)]
-        node = helper.make_node(op, list(inputs), outs, name=name, domain=domain,
+        node = helper.make_node(op_type, list(inputs), outs, name=name, domain=domain,
                                 **{k: v for k, v in attrs.items() if v is not None})
         if self._site:
             node.doc_string = self._site
@@ -126,6 +127,13 @@ class Writer:
         if name in ("FloorDiv", "Mod", "PythonMod") and len(expr.args) == 2:
             return self.emit("Div" if name == "FloorDiv" else "Mod", [self.sym(a) for a in expr.args])
         raise CaptureError(f"{self.where()}: the size {expr} cannot be written as shape arithmetic yet")
+
+    def condition(self, arg):
+        """A size condition (an FX node of a SymBool, or a bool) as spec text."""
+        val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+        if isinstance(val, bool):
+            return "0 == 0" if val else "0 == 1"
+        return spec_text(val.node.expr, self.symbols, self.where)
 
     def value(self, arg):
         v = self.values.get(arg)
@@ -211,7 +219,7 @@ def write(traced, what, output_names, rows):
     opsets = [helper.make_opsetid("", OPSET)] + [helper.make_opsetid(d, v) for d, v in CUSTOM_DOMAINS.items()]
     model = helper.make_model(graph, opset_imports=opsets, producer_name="shardproof.capture")
     model.ir_version = IR_VERSION
-    return model
+    return model, w.assumptions
 
 
 def size_symbols(traced):
@@ -235,6 +243,9 @@ _SYM = {operator.mul: "Mul", operator.add: "Add", operator.sub: "Sub", operator.
 
 def convert(w, node, rows):
     target = node.target
+    if isinstance(node.meta.get("val"), torch.SymBool):
+        w.values[node] = node.meta["val"]  # a condition on sizes: read by the assertion that uses it
+        return
     if target is operator.getitem:
         seq, i = node.args
         w.values[node] = w.value(seq)[i]
@@ -243,6 +254,9 @@ def convert(w, node, rows):
         # Sizes are never negative, so ONNX's truncating Div is Python's //.
         a, b = (w.scalar(x) for x in node.args)
         w.values[node] = w.emit(_SYM[target], [a, b])
+        return
+    if target is torch.ops.aten._assert_scalar.default:
+        w.assumptions.append(w.condition(node.args[0]))
         return
     if target is torch.ops.aten.sym_size.int:
         x, axis = node.args
@@ -254,3 +268,30 @@ def convert(w, node, rows):
         raise CaptureError(f"the {w.what} uses {target}" + (f" at {w._site}" if w._site else "") +
                            ", which shardproof cannot translate yet (docs/pytorch.md lists the supported ops)")
     w.values[node] = row(w, node, *node.args, **node.kwargs)
+
+
+def spec_text(expr, symbols, where):
+    """A sympy condition or size over the dynamic sizes in the spec's syntax
+    (docs/spec-format.md); a symbol that is no input size is an error."""
+    import sympy
+
+    def go(e):
+        if e in symbols:
+            return symbols[e]
+        if isinstance(e, sympy.Symbol):
+            raise CaptureError(f"{where()}: torch's guard {expr} names {e}, which is no input size")
+        if isinstance(e, sympy.Integer):
+            return str(int(e))
+        if e is sympy.true or e is sympy.false:
+            return "0 == 0" if e is sympy.true else "0 == 1"
+        name = type(e).__name__
+        binary = {"Add": " + ", "Mul": " * ", "FloorDiv": " // ", "Mod": " % ", "PythonMod": " % ",
+                  "Equality": " == ", "Unequality": " != ", "StrictLessThan": " < ", "LessThan": " <= ",
+                  "StrictGreaterThan": " > ", "GreaterThan": " >= ", "And": " and ", "Or": " or "}
+        if name in binary:
+            return "(" + binary[name].join(go(a) for a in e.args) + ")"
+        if name == "Not":
+            return "not " + go(e.args[0])
+        raise CaptureError(f"{where()}: torch's guard {expr} uses {name}, which shardproof cannot state yet")
+
+    return go(expr)

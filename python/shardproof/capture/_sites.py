@@ -21,6 +21,8 @@ def set_root(path):
 
 
 def _is_library(path):
+    if path.startswith("<"):  # generated code (FX's <eval_with_key>), no file
+        return True
     path = os.path.abspath(path)
     return (path.startswith(_PACKAGE_DIR + os.sep) or path.startswith(_TORCH_DIR + os.sep)
             or path.startswith(_PYTHON_DIR + os.sep) or path.startswith("<"))
@@ -55,12 +57,13 @@ def node_site(stack_trace):
 
 
 def exception_site(e):
-    """The innermost user frame of an exception's traceback."""
-    site = "<unknown location>"
+    """' (at file:line in fn)' for the innermost user frame of an exception's
+    traceback, or '' when it has none (torch's own checks after tracing)."""
+    site = ""
     tb = e.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
         if not _is_library(code.co_filename):
-            site = f"{shown(code.co_filename)}:{tb.tb_lineno} in {code.co_name}"
+            site = f" (at {shown(code.co_filename)}:{tb.tb_lineno} in {code.co_name})"
         tb = tb.tb_next
     return site

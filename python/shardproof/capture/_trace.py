@@ -8,6 +8,7 @@ the capture's answer, naming the size, never a graph for the sizes it saw.
 Functionalization (`run_decompositions`) makes every alias exact.
 """
 import dataclasses
+import re
 import warnings
 from typing import Dict, List
 
@@ -75,13 +76,16 @@ def trace(what, module, inputs, dynamic):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # A guard torch cannot prove for every size in range becomes an
+            # assertion in the graph (written as the graph's assumption)
+            # instead of an error.
             program = torch.export.export(wrapper, args, dynamic_shapes=(_dynamic_shapes(names, inputs, dynamic),),
-                                          strict=False)
+                                          strict=False, prefer_deferred_runtime_asserts_over_guards=True)
             program = program.run_decompositions(_decompositions())
     except CaptureError:
         raise
     except Exception as e:  # torch's refusal, or the user's code failing under tracing
-        raise CaptureError(f"tracing the {what} failed: {_summary(e)} (at {exception_site(e)})") from e
+        raise CaptureError(f"tracing the {what} failed: {_summary(e, names)}{exception_site(e)}") from e
     unwaited = wrapper.intercept.unwaited()
     if unwaited:
         raise CaptureError(f"the {what} never waits for {unwaited[0].describe()}: its result is never written")
@@ -99,14 +103,27 @@ def _decompositions():
     return table
 
 
-def _summary(e):
+def _summary(e, names):
+    """torch's message in one line: its first sentence and the guards, with
+    `L['args'][0].size()[1]` written as `x.shape[1]`."""
     text = str(e).strip() or type(e).__name__
-    lines = [l for l in text.splitlines() if l.strip()]
-    head = lines[0] if lines else text
-    # torch's constraint errors put the size and its guard on the next lines.
-    detail = [l.strip() for l in lines[1:6] if "Not all values" in l or "specialized" in l or "guard" in l]
-    msg = " ".join([head] + detail)
+    text = re.sub(r"L\['args'\]\[0\]\[(\d+)\]|L\['args'\]\[(\d+)\]",
+                  lambda m: _arg_name(names, int(m.group(1) or m.group(2))), text)
+    text = text.replace(".size()[", ".shape[")
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    head = re.sub(r" For more information, run with TORCH_LOGS=\S+", "", lines[0] if lines else text)
+    parts = [head]
+    for l in lines[1:]:
+        for clause in re.split(r"(?=- Not all values)", l):
+            clause = clause.strip(" -.")
+            if clause.startswith("Not all values") and clause not in parts:
+                parts.append(clause)
+    msg = "; ".join(parts)
     return msg if len(msg) <= 600 else msg[:600] + " ..."
+
+
+def _arg_name(names, i):
+    return names[i] if i < len(names) else f"input {i}"
 
 
 def _refuse_mutations(what, program):
