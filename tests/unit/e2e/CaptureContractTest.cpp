@@ -100,3 +100,48 @@ TEST_F(CaptureContract, InitDraftsTheCapturedMinimum) {
   EXPECT_NE(read("drafted.yaml").find("n: {min: 2}  # captured by torch.export"), std::string::npos)
       << read("drafted.yaml");
 }
+
+namespace {
+Model capturedUnder(Model m, const std::string &guard) {
+  auto *p = m.m.add_metadata_props();
+  p->set_key("shardproof.assume");
+  p->set_value(guard);
+  return m;
+}
+} // namespace
+
+// torch traced the graph assuming n != 3 (a guard it could not prove for
+// every size): a spec admitting n = 3 claims what the graph does not say.
+TEST_F(CaptureContract, ASpecAdmittingSizesOutsideTheCapturedGuardIsBadInput) {
+  auto g = capturedUnder(relu(), "(n != 3)");
+  models(g, g, g);
+  auto r = run("check " + write("s.yaml", spec()));
+  EXPECT_EQ(r.exitCode, 3) << r.out;
+  EXPECT_SAYS(r, "was not captured: torch traced it under `(n != 3)`; add that to the spec's constraints");
+}
+
+TEST_F(CaptureContract, ASpecKeepingToTheCapturedGuardIsChecked) {
+  auto g = capturedUnder(relu(), "(n != 3)");
+  models(g, g, g);
+  auto r = run("check " + write("s.yaml", spec("constraints: [\"n != 3\"]\n")));
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+}
+
+TEST_F(CaptureContract, AMalformedCapturedGuardIsBadInput) {
+  auto g = capturedUnder(relu(), "n !=");
+  models(g, g, g);
+  auto r = run("check " + write("s.yaml", spec()));
+  EXPECT_EQ(r.exitCode, 3) << r.out;
+  EXPECT_SAYS(r, "metadata shardproof.assume");
+}
+
+TEST_F(CaptureContract, InitDraftsTheCapturedGuardAsAConstraint) {
+  auto g = capturedUnder(relu(), "(n != 3)");
+  models(g, g, g);
+  auto r = run("init " + path("ref.onnx") + " --ranks '" + path("rank{r}.onnx") + "' --world-size 2 -o " +
+               path("drafted.yaml"));
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_NE(read("drafted.yaml").find("- \"(n != 3)\"  # torch.export traced"), std::string::npos)
+      << read("drafted.yaml");
+  EXPECT_EQ(run("check " + path("drafted.yaml")).exitCode, 0) << read("drafted.yaml");
+}
