@@ -6,6 +6,6 @@
 Each graph is torch.export's functional core-ATen graph at symbolic sizes,
 written as the ONNX subset the prover reads. See docs/pytorch.md.
 """
-from ._case import Case  # noqa: F401
+from ..case import Case  # noqa: F401
 from ._export import Exported, export  # noqa: F401
 from ._world import CaptureError  # noqa: F401

@@ -12,7 +12,7 @@ import torch
 from . import _aten
 from ._intercept import Call
 from ._onnx import write
-from ._sites import exception_site
+from ..sites import exception_site
 from ._trace import MIN_SIZE, trace
 from ._world import CaptureError, fake_world
 

@@ -19,7 +19,7 @@ import torch.distributed as dist
 import torch.distributed._functional_collectives as fc
 from torch.overrides import TorchFunctionMode
 
-from ._sites import call_site
+from ..sites import call_site
 from ._world import CaptureError
 
 _OPS = {dist.ReduceOp.SUM: "sum", dist.ReduceOp.MAX: "max", dist.ReduceOp.MIN: "min",

@@ -14,7 +14,7 @@ import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from ._sites import node_site
+from ..sites import node_site
 from ._trace import PREFIX
 from ._world import CaptureError
 

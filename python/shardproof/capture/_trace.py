@@ -16,7 +16,7 @@ import torch
 from torch.export import Dim
 
 from ._intercept import Call, Intercept
-from ._sites import exception_site
+from ..sites import exception_site
 from ._world import CaptureError
 
 MIN_SIZE = 2

@@ -10,9 +10,7 @@ import contextlib
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-
-class CaptureError(Exception):
-    """A user-facing error of the capture: what went wrong and where."""
+from ..errors import CaptureError  # noqa: F401 (the package's one error type)
 
 
 @contextlib.contextmanager

@@ -3,15 +3,22 @@ import argparse
 import sys
 
 EPILOG = """\
-FACTORY is a function in FILE.py that returns a shardproof.torch.Case: how to
+FACTORY is a function in FILE.py that returns a shardproof.Case: how to
 build the reference module, how to build the implementation on one rank (it
 calls torch.distributed as it would in a real run: get_rank, get_world_size,
-all_reduce, all_gather, reduce_scatter, all_to_all_single), example inputs for
-given sizes, and which input axes are dynamic. Every rank is run in this one
-process under a simulated process group (no communication, no GPU; with
---jobs N, in forked processes, N at a time) and exported with
-torch.onnx.export (opset 17), each at two example sizes: the two exports must
-be identical, or a size was baked into the graph.
+new_group, all_reduce, all_gather, reduce_scatter, all_to_all_single, async
+handles), example inputs for given sizes, and which input axes are dynamic.
+
+Every rank runs in this one process as rank r of P under torch's fake process
+group and is traced with torch.export at symbolic sizes (every size >= 2:
+torch specializes 0 and 1), functionalized, so a collective on any alias
+(.view, .data, a slice) reaches the tensor as on a real cluster. A guard torch
+could not prove for every size is traced again and becomes the graph's claim.
+
+With --train (or --legacy) the TorchScript exporter is used instead
+(torch.onnx.export, dynamo=False, under a simulated process group; with
+--jobs N, in forked processes), each graph exported at two example sizes that
+must give identical files. docs/pytorch.md says what each path reads.
 
 Writes DIR/reference.onnx and DIR/rank0.onnx .. rank{P-1}.onnx (all or none).
 Then:
@@ -70,8 +77,12 @@ def main(argv=None):
                      help="export the reference, then the ranks, each in a forked process of its own, N at a "
                           "time (default 1: all in this process; each process holds one graph's exports, so "
                           "memory grows with N)")
+    exp.add_argument("--legacy", action="store_true",
+                     help="use the TorchScript exporter (the path --train takes) instead of torch.export")
     exp.add_argument("--quiet", "-q", action="store_true")
     args = parser.parse_args(argv)
+    if not (args.train or args.legacy):
+        return _export(args)
 
     from . import exporter
     from .process_group import CaptureError, intercepted
@@ -92,6 +103,29 @@ def main(argv=None):
         print(f"wrote {result.reference} and {len(result.ranks)} rank graphs to {result.directory}")
         for c in result.collectives:
             print(f"  {c}")
+    return 0
+
+
+def _export(args):
+    """The torch 2 path: torch.export under torch's fake process group."""
+    from .. import capture
+    from ..case import load_factory
+    from ..errors import CaptureError
+    try:
+        case = load_factory(args.factory)
+        for name, axes in args.dynamic:
+            case.dynamic.setdefault(name, {}).update(axes)
+            if case.rank_dynamic is not None:
+                case.rank_dynamic.setdefault(name, {}).update(axes)
+        log = None if args.quiet else (lambda m: print(m, file=sys.stderr))
+        result = capture.export(case, args.world_size, args.out, log=log)
+    except CaptureError as e:
+        print(f"shardproof.torch: error: {e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        print(f"wrote {result.reference} and {len(result.ranks)} rank graphs to {result.directory}")
+        for c in result.collectives:
+            print(f"  {c.describe()}")
     return 0
 
 

@@ -39,8 +39,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 
 
-class CaptureError(Exception):
-    """A user-facing error of the capture: what went wrong and where."""
+from ..errors import CaptureError  # noqa: E402,F401 (the package exports it)
 
 
 def call_site():

@@ -7,7 +7,7 @@ import traceback
 
 import torch
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # python/shardproof
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _PYTHON_DIR = os.path.dirname(os.path.abspath(os.__file__))
 _ROOT = os.getcwd()
