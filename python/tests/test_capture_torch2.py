@@ -10,6 +10,7 @@ import sys
 import tempfile
 import unittest
 
+import onnx
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -107,14 +108,15 @@ class Refusals(unittest.TestCase):
         self.assertNotIn("\n", message)
         self.assertLess(len(message), 400)
 
-    def test_a_size_the_graph_depends_on_is_named(self):
-        class Halves(nn.Module):
+    def test_a_size_baked_into_the_graph_is_refused_naming_it(self):
+        class Six(nn.Module):
             def forward(self, x):
-                return x.view(x.shape[0], 2, x.shape[1] // 2)  # holds only for an even seq
+                return x + torch.ones(6)  # holds only for seq = 6
 
-        case = Case(reference=Halves, implementation=Halves, inputs=lambda s: {"x": torch.randn(3, s["seq"])},
+        case = Case(reference=Six, implementation=Six, inputs=lambda s: {"x": torch.randn(3, s["seq"])},
                     dynamic={"x": {1: "seq"}}, sizes={"seq": 6})
-        with tempfile.TemporaryDirectory() as tmp, self.assertRaisesRegex(CaptureError, "seq"):
+        with tempfile.TemporaryDirectory() as tmp, self.assertRaisesRegex(CaptureError, r"tracing the reference "
+                                                                                        r"failed: .*seq"):
             export(case, 2, tmp)
 
     def test_ranks_calling_other_collectives_are_refused(self):
@@ -143,6 +145,42 @@ class Refusals(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp, self.assertRaisesRegex(
                 CaptureError, r"all_reduce\(op=PRODUCT\) at \S*test_capture_torch2\.py:\d+"):
             export(case, 2, tmp)
+
+
+class Guards(unittest.TestCase):
+    """A condition torch traced under becomes what the graph claims."""
+
+    class Halves(nn.Module):
+        def forward(self, x):
+            return x.view(x.shape[0], 2, x.shape[1] // 2)  # holds only for an even seq
+
+    def case(self):
+        return Case(reference=self.Halves, implementation=self.Halves,
+                    inputs=lambda s: {"x": torch.randn(3, s["seq"])}, dynamic={"x": {1: "seq"}}, sizes={"seq": 6})
+
+    def test_an_even_size_guard_is_drafted_and_the_check_holds_under_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            export(self.case(), 2, tmp)
+            props = {p.key: p.value for p in onnx.load(os.path.join(tmp, "rank0.onnx")).metadata_props}
+            guard = props["shardproof.assume"]
+            # Even, and not 2: at seq = 2 the half is 1, a size torch specializes.
+            self.assertIn("((seq % 2) == 0)", guard)
+            self.assertIn("(seq != 2)", guard)
+            spec = os.path.join(tmp, "spec.yaml")
+            subprocess.run([BINARY, "init", os.path.join(tmp, "reference.onnx"), "--ranks",
+                            os.path.join(tmp, "rank{r}.onnx"), "--world-size", "2", "-o", spec], check=True,
+                           capture_output=True)
+            with open(spec) as f:
+                drafted = f.read()
+            self.assertIn(f'- "{guard}"  # torch.export traced', drafted)
+            r = subprocess.run([BINARY, "check", spec], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            # Without the guard the spec claims odd sizes no graph covers.
+            with open(spec, "w") as f:
+                f.write(drafted.replace(f'- "{guard}"', '- "seq >= 2"'))
+            r = subprocess.run([BINARY, "check", spec], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+            self.assertIn(f"torch traced it under `{guard}`", r.stderr)
 
 
 class Groups(unittest.TestCase):

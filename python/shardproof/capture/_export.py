@@ -85,7 +85,8 @@ def _one(what, rank, world, factory, feed, dynamic, outputs, case, sizes):
             raise CaptureError(f"the {what}'s graph depends on the example sizes: traced at {sizes} under "
                                f"{' and '.join(guards)}, and at {other} it differs")
         if not _covers_every_size(guards, guards2):
-            claim = " or ".join(f"({' and '.join(g)})" for g in (guards, guards2))
+            unique = [g for i, g in enumerate((guards, guards2)) if i == 0 or g != guards]
+            claim = " or ".join(f"({' and '.join(g)})" for g in unique)
             onnx.helper.set_model_props(model, {**_props(model), ASSUME_KEY: claim})
     return model, names, calls
 
