@@ -81,51 +81,44 @@ def main(argv=None):
                      help="use the TorchScript exporter (the path --train takes) instead of torch.export")
     exp.add_argument("--quiet", "-q", action="store_true")
     args = parser.parse_args(argv)
-    if not (args.train or args.legacy):
-        return _export(args)
 
-    from . import exporter
-    from .process_group import CaptureError, intercepted
-    try:
-        with intercepted():
-            case = exporter.load_factory(args.factory)
-            for name, axes in args.dynamic:
-                case.dynamic.setdefault(name, {}).update(axes)
-                if case.rank_dynamic is not None:
-                    case.rank_dynamic.setdefault(name, {}).update(axes)
-            log = None if args.quiet else (lambda m: print(m, file=sys.stderr))
-            result = exporter.export(case, args.world_size, args.out, log=log, train=args.train,
-                                     workers=args.jobs)
-    except CaptureError as e:
-        print(f"shardproof.torch: error: {e}", file=sys.stderr)
-        return 1
-    if not args.quiet:
-        print(f"wrote {result.reference} and {len(result.ranks)} rank graphs to {result.directory}")
-        for c in result.collectives:
-            print(f"  {c}")
-    return 0
+    return _export(args)
+
+
+def _load(args):
+    from ..case import load_factory
+    case = load_factory(args.factory)
+    for name, axes in args.dynamic:
+        case.dynamic.setdefault(name, {}).update(axes)
+        if case.rank_dynamic is not None:
+            case.rank_dynamic.setdefault(name, {}).update(axes)
+    return case
 
 
 def _export(args):
-    """The torch 2 path: torch.export under torch's fake process group."""
-    from .. import capture
-    from ..case import load_factory
+    """torch.export under torch's fake process group; the TorchScript exporter
+    under the simulated one with --train or --legacy."""
     from ..errors import CaptureError
+    log = None if args.quiet else (lambda m: print(m, file=sys.stderr))
     try:
-        case = load_factory(args.factory)
-        for name, axes in args.dynamic:
-            case.dynamic.setdefault(name, {}).update(axes)
-            if case.rank_dynamic is not None:
-                case.rank_dynamic.setdefault(name, {}).update(axes)
-        log = None if args.quiet else (lambda m: print(m, file=sys.stderr))
-        result = capture.export(case, args.world_size, args.out, log=log)
+        if args.train or args.legacy:
+            from . import exporter
+            from .process_group import intercepted
+            with intercepted():  # the factory's module may call torch.distributed at import
+                result = exporter.export(_load(args), args.world_size, args.out, log=log, train=args.train,
+                                         workers=args.jobs)
+            calls = result.collectives
+        else:
+            from .. import capture
+            result = capture.export(_load(args), args.world_size, args.out, log=log)
+            calls = [c.describe() for c in result.collectives]
     except CaptureError as e:
         print(f"shardproof.torch: error: {e}", file=sys.stderr)
         return 1
     if not args.quiet:
         print(f"wrote {result.reference} and {len(result.ranks)} rank graphs to {result.directory}")
-        for c in result.collectives:
-            print(f"  {c.describe()}")
+        for c in calls:
+            print(f"  {c}")
     return 0
 
 

@@ -35,7 +35,16 @@ Model capturedFrom(Model m, const std::string &sizes) {
   return m;
 }
 
-class CaptureContract : public Hostile {};
+class CaptureContract : public Hostile {
+protected:
+  // `shardproof init` on the three models: the drafted spec's text.
+  std::string draft() {
+    auto r = run("init " + path("ref.onnx") + " --ranks '" + path("rank{r}.onnx") + "' --world-size 2 -o " +
+                 path("drafted.yaml"));
+    EXPECT_EQ(r.exitCode, 0) << r.out;
+    return read("drafted.yaml");
+  }
+};
 
 } // namespace
 
@@ -94,11 +103,8 @@ TEST_F(CaptureContract, MalformedCapturedSizesAreBadInput) {
 TEST_F(CaptureContract, InitDraftsTheCapturedMinimum) {
   auto g = capturedFrom(relu(), "n=2");
   models(g, g, g);
-  auto r = run("init " + path("ref.onnx") + " --ranks '" + path("rank{r}.onnx") + "' --world-size 2 -o " +
-               path("drafted.yaml"));
-  ASSERT_EQ(r.exitCode, 0) << r.out;
-  EXPECT_NE(read("drafted.yaml").find("n: {min: 2}  # captured by torch.export"), std::string::npos)
-      << read("drafted.yaml");
+  std::string drafted = draft();
+  EXPECT_NE(drafted.find("n: {min: 2}  # captured by torch.export"), std::string::npos) << drafted;
 }
 
 namespace {
@@ -138,10 +144,7 @@ TEST_F(CaptureContract, AMalformedCapturedGuardIsBadInput) {
 TEST_F(CaptureContract, InitDraftsTheCapturedGuardAsAConstraint) {
   auto g = capturedUnder(relu(), "(n != 3)");
   models(g, g, g);
-  auto r = run("init " + path("ref.onnx") + " --ranks '" + path("rank{r}.onnx") + "' --world-size 2 -o " +
-               path("drafted.yaml"));
-  ASSERT_EQ(r.exitCode, 0) << r.out;
-  EXPECT_NE(read("drafted.yaml").find("- \"(n != 3)\"  # torch.export traced"), std::string::npos)
-      << read("drafted.yaml");
-  EXPECT_EQ(run("check " + path("drafted.yaml")).exitCode, 0) << read("drafted.yaml");
+  std::string drafted = draft();
+  EXPECT_NE(drafted.find("- \"(n != 3)\"  # torch.export traced"), std::string::npos) << drafted;
+  EXPECT_EQ(run("check " + path("drafted.yaml")).exitCode, 0) << drafted;
 }
