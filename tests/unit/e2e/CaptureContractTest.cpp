@@ -28,12 +28,16 @@ Model reduceOver(const std::vector<int64_t> &group, int64_t groupSize) {
   return m;
 }
 
-Model capturedFrom(Model m, const std::string &sizes) {
+// `m` with the model metadata the capture writes: shardproof.size_min or .assume.
+Model withMetadata(Model m, const std::string &key, const std::string &value) {
   auto *p = m.m.add_metadata_props();
-  p->set_key("shardproof.size_min");
-  p->set_value(sizes);
+  p->set_key("shardproof." + key);
+  p->set_value(value);
   return m;
 }
+
+Model capturedFrom(const Model &m, const std::string &sizes) { return withMetadata(m, "size_min", sizes); }
+Model capturedUnder(const Model &m, const std::string &guard) { return withMetadata(m, "assume", guard); }
 
 class CaptureContract : public Hostile {
 protected:
@@ -106,15 +110,6 @@ TEST_F(CaptureContract, InitDraftsTheCapturedMinimum) {
   std::string drafted = draft();
   EXPECT_NE(drafted.find("n: {min: 2}  # captured by torch.export"), std::string::npos) << drafted;
 }
-
-namespace {
-Model capturedUnder(Model m, const std::string &guard) {
-  auto *p = m.m.add_metadata_props();
-  p->set_key("shardproof.assume");
-  p->set_value(guard);
-  return m;
-}
-} // namespace
 
 // torch traced the graph assuming n != 3 (a guard it could not prove for
 // every size): a spec admitting n = 3 claims what the graph does not say.
