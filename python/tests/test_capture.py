@@ -1,7 +1,7 @@
 """Unit tests of shardproof.torch: what the simulated process group turns each
 torch.distributed call into, and every error a user can meet.
 
-Run: PYTHONPATH=python /usr/bin/python3 -m unittest discover -s python/tests
+Run: PYTHONPATH=python .venv/bin/python -m unittest discover -s python/tests
 """
 import os
 import signal

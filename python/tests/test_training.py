@@ -1,7 +1,7 @@
 """Unit tests of `export(..., train=True)`: the backward rules, the sizes
 autograd bakes in written back as shape arithmetic, and the errors.
 
-Run: PYTHONPATH=python /usr/bin/python3 -m unittest discover -s python/tests
+Run: PYTHONPATH=python .venv/bin/python -m unittest discover -s python/tests
 """
 import os
 import sys

@@ -4,7 +4,7 @@ is held to the `--json` report of the same run: verdict, counts, outputs, the
 failing module, the replay's numbers, the layers folded as identical, the
 collectives of the rank graphs. A screenshot of each page is kept.
 
-Run by ctest: /usr/bin/python3 test_html.py SHARDPROOF_BINARY ARTIFACT_DIR
+Run by ctest in the project venv: .venv/bin/python test_html.py SHARDPROOF_BINARY ARTIFACT_DIR
 """
 import collections
 import html.parser

@@ -17,7 +17,8 @@ def export(module, args, input_names, output_names, dynamic_axes, path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(module, args, buf, input_names=input_names, output_names=output_names,
-                          dynamic_axes=dynamic_axes, opset_version=OPSET, do_constant_folding=True)
+                          dynamic_axes=dynamic_axes, opset_version=OPSET, do_constant_folding=True,
+                          dynamo=False)
     model = onnx.load_from_string(buf.getvalue())
     used = {n.domain for n in model.graph.node if n.domain not in ("", "ai.onnx")}
     have = {o.domain for o in model.opset_import}

@@ -1,7 +1,8 @@
 """Exports every test model from PyTorch. Usage: generate_all.py REPO_ROOT
 
 Models land next to the specs that use them (specs/examples/*.onnx, not
-committed). Run with Debian's /usr/bin/python3, which has torch and onnx.
+committed). Run with the project venv's .venv/bin/python (torch and onnx
+pinned by requirements.txt).
 """
 import os
 import sys

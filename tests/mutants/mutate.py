@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Mutation suite: the soundness bar of shardproof.
 
 Every shipped example expected to be VERIFIED (its header says `# VERDICT: VERIFIED`)
@@ -6,7 +6,7 @@ is mutated (operators.py), each mutant is checked by the real binary, and every
 mutant must come out REFUTED, UNKNOWN or as unusable input (exit 3), never
 VERIFIED, unless harmless.txt lists it with the reason it computes the same.
 
-    /usr/bin/python3 tests/mutants/mutate.py --shardproof build/shardproof [--fast]
+    .venv/bin/python tests/mutants/mutate.py --shardproof build/shardproof [--fast]
         [--jobs N] [--only FIXTURE] [--op OPERATOR] [--list] [--keep DIR]
 
 Exit 0: no false VERIFIED and kill rate >= --min-kill-rate; 1: otherwise;

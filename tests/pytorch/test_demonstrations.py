@@ -2,7 +2,7 @@
 (tests/models/megatron/): `shardproof.torch export`, `shardproof init`,
 `shardproof check`, with nothing written by hand in between.
 
-Run by ctest: /usr/bin/python3 test_demonstrations.py SHARDPROOF_BINARY
+Run by ctest in the project venv: .venv/bin/python test_demonstrations.py SHARDPROOF_BINARY
 """
 import os
 import subprocess

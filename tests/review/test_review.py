@@ -6,7 +6,7 @@ ones, and checks what each step would show: an annotation at the spec line,
 a comment naming the module and the counterexample, a page where the failing
 layer is marked; and the exit codes the verdict step turns into a red job.
 
-Run by ctest: /usr/bin/python3 test_review.py SHARDPROOF_BINARY
+Run by ctest in the project venv: .venv/bin/python test_review.py SHARDPROOF_BINARY
 """
 import json
 import os

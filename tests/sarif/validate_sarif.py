@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """check --sarif against the SARIF 2.1.0 JSON schema (sarif-schema-2.1.0.json
 beside this file; its provenance is in README.md).
 
@@ -12,10 +12,10 @@ every ruleId is one of the driver's rules, a REFUTED log has an error on a
 line, a VERIFIED log has no result, an UNKNOWN log no error, every region
 points at a line of an existing file.
 
-    /usr/bin/python3 tests/sarif/validate_sarif.py build/shardproof
+    .venv/bin/python tests/sarif/validate_sarif.py build/shardproof
 
-Debian's python3-jsonschema (and python3-rfc3987 for the uri formats), see
-tools/setup.sh. Exit 0 when every log passes, 1 listing every violation with
+jsonschema (and rfc3987 for the uri formats) of the project venv, pinned in
+requirements.txt. Exit 0 when every log passes, 1 listing every violation with
 its JSON path, 2 when the test cannot run."""
 
 import hashlib
@@ -53,8 +53,8 @@ def load_validator():
         import jsonschema
         from jsonschema.validators import validator_for
     except ImportError:
-        die(f"no jsonschema module in {sys.executable}: install Debian's python3-jsonschema "
-            "(tools/setup.sh) and run with /usr/bin/python3")
+        die(f"no jsonschema module in {sys.executable}: run with the project venv's .venv/bin/python "
+            "(tools/setup.sh makes it from requirements.txt)")
     with open(SCHEMA, "rb") as f:
         raw = f.read()
     digest = hashlib.sha256(raw).hexdigest()
@@ -69,7 +69,7 @@ def load_validator():
     checker = getattr(cls, "FORMAT_CHECKER", None) or jsonschema.FormatChecker()
     missing = [f for f in ("uri", "uri-reference") if f not in checker.checkers]
     if missing:
-        print(f"sarif_schema: warning: formats {missing} are not checked (install python3-rfc3987)")
+        print(f"sarif_schema: warning: formats {missing} are not checked (install rfc3987, pinned in requirements.txt)")
     return cls(schema, format_checker=checker), cls.__name__
 
 
@@ -145,7 +145,7 @@ def content_errors(log, case):
                 errs.append(f"{where}.physicalLocation.region.startLine: {start!r}, expected >= 1")
                 continue
             uri = pl.get("artifactLocation", {}).get("uri", "")
-            # Also without python3-rfc3987's format check: only RFC 3986's characters.
+            # Also without rfc3987's format check: only RFC 3986's characters.
             if re.search(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]", uri):
                 errs.append(f"{where}.physicalLocation.artifactLocation.uri: {uri!r} holds "
                             "characters a URI cannot (percent-encode them)")

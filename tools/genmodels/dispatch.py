@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Reshapes over products of symbols (issue 14, item 3): an expert-dispatch
 style layer that regroups tokens, written as torch.onnx.export writes
 `x.reshape(b, -1, G, d)`, `.transpose(1, 2)`, `.reshape(b * G, -1, d)`:

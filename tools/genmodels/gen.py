@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Generates a large sharded model for shardproof: a reference ONNX graph, one
 graph per rank and the spec YAML, written with onnx.helper (weights are graph
 inputs without data, batch and sequence symbolic).
@@ -11,7 +11,7 @@ Files: DIR/NAME_ref.onnx, DIR/NAME_rank{r}.onnx, DIR/NAME.yaml (NAME from
 --name, default built from the options). A NAME.args file records the options;
 when it matches and the files exist nothing is rewritten (--force rewrites).
 The op patterns follow the PyTorch exports of tests/models/ (see layers.py).
-Run with /usr/bin/python3 (Debian's onnx).
+Run with the project venv's .venv/bin/python (its onnx; tools/setup.sh).
 """
 import argparse
 from dataclasses import dataclass, replace

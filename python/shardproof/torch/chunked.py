@@ -1,9 +1,10 @@
-"""torch 1.13's TorchScript -> ONNX conversion in pieces, in linear time.
+"""torch's TorchScript -> ONNX conversion (dynamo=False) in pieces, in linear time.
 
 torch._C._jit_pass_onnx converts node by node and hands the symbolic function
 of each node the whole value map built so far (`env`), copied into a Python
-dict at every call: converting N nodes costs O(N^2). A training step of a deep
-model has tens of thousands of nodes (an 8-layer Llama step at TP8 did not
+dict at every call: converting N nodes costs O(N^2) (measured with torch
+1.13; 2.13's _run_symbolic_function still takes the map). A training step of
+a deep model has tens of thousands of nodes (an 8-layer Llama step at TP8 did not
 finish in 50 minutes). This module converts the graph in consecutive chunks of
 at most CHUNK nodes, each an ordinary call of the original pass on a small
 graph, and stitches the converted chunks into one graph.

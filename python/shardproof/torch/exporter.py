@@ -121,7 +121,7 @@ def _export_one(what, module, inputs, dynamic, outputs_hint, case, train=False):
             with _quiet_onnx_log(), chunked.linear_onnx_pass():
                 torch.onnx.export(module, args, buf, opset_version=OPSET, input_names=names,
                                   output_names=output_names, dynamic_axes=dynamic, export_params=False,
-                                  do_constant_folding=False, verbose=True)
+                                  do_constant_folding=False, verbose=True, dynamo=False)
         except CaptureError:
             raise
         except Exception as e:
@@ -156,13 +156,13 @@ def _export_one(what, module, inputs, dynamic, outputs_hint, case, train=False):
 @contextlib.contextmanager
 def _quiet_onnx_log():
     # torch.onnx.export(verbose=True) prints the whole graph through
-    # torch.onnx.log, looked up on the module at each call.
-    saved = torch.onnx.log
-    torch.onnx.log = lambda *args: None
+    # torch._C._jit_onnx_log, looked up on torch._C at each call.
+    saved = torch._C._jit_onnx_log
+    torch._C._jit_onnx_log = lambda *args: None
     try:
         yield
     finally:
-        torch.onnx.log = saved
+        torch._C._jit_onnx_log = saved
 
 
 _FRAME = re.compile(r"^(.*)\((\d+)\): (\S+)$")

@@ -1,7 +1,8 @@
 """Backward rules the tracer can record, for the ops whose own backward it cannot.
 
 torch.onnx.export's tracer records the backward pass of a forward that calls
-`torch.autograd.grad(..., create_graph=True)`, with three gaps in torch 1.13:
+`torch.autograd.grad(..., create_graph=True)`, with three gaps (in torch 1.13,
+and in 2.13's dynamo=False exporter except silu's backward, which exports):
 - an op that saves its *output* for backward (tanh, sigmoid, exp, rsqrt, sqrt,
   relu, softmax, log_softmax) fails with "Cannot insert a Tensor that requires
   grad as a constant": the unpacked output is a tensor the trace never saw;
