@@ -4,6 +4,7 @@ torch.distributed call into, and every error a user can meet.
 Run: PYTHONPATH=python .venv/bin/python -m unittest discover -s python/tests
 """
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -324,20 +325,31 @@ class Cli(unittest.TestCase):
                         return Case(reference=lambda: M(False), implementation=lambda: M(True),
                                     inputs=lambda s: {"x": torch.randn(s["n"], 4)})
 
+                    class Sends(nn.Module):
+                        def forward(self, x):
+                            dist.send(x, dst=1)
+                            return x
+
                     def broken():
-                        dist.send(torch.zeros(1), dst=1)
+                        return Case(reference=nn.Identity, implementation=Sends,
+                                    inputs=lambda s: {"x": torch.randn(s["n"], 4)}, dynamic={"x": {0: "n"}})
                     """))
             out = os.path.join(tmp, "out")
             r = self.run_cli("export", f"{user}:make", "--world-size", "2", "--out", out, "--dynamic", "x=0:n")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(sorted(os.listdir(out)), ["rank0.onnx", "rank1.onnx", "reference.onnx"])
+            self.assertIn("all_gather() at " + user, r.stdout)  # the torch 2 path, the default
+            r = self.run_cli("export", f"{user}:make", "--world-size", "2", "--out", out, "--dynamic", "x=0:n",
+                             "--legacy")
+            self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("all_gather(axis=0, stacked=True) at " + user, r.stdout)
             r = self.run_cli("export", f"{user}:nope", "--world-size", "2", "--out", out)
             self.assertEqual(r.returncode, 1)
             self.assertIn("has no 'nope' (callables there: ", r.stderr)
             r = self.run_cli("export", f"{user}:broken", "--world-size", "2", "--out", out)
             self.assertEqual(r.returncode, 1)
-            self.assertIn("torch.distributed.send at " + user, r.stderr)
+            self.assertRegex(r.stderr, r"send at " + re.escape(user) + r":\d+ in forward: point-to-point "
+                                       r"communication is not supported yet")
             r = self.run_cli("export", "missing.py:make", "--world-size", "2", "--out", out)
             self.assertEqual(r.returncode, 1)
             self.assertIn("missing.py: no such file", r.stderr)

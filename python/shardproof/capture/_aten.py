@@ -519,7 +519,7 @@ def _assert_metadata(w, node, *args, **kw):
     return None  # a dtype/device check torch made while tracing: nothing to compute
 
 
-@row(aten.empty.memory_format, aten.empty_strided.default, aten.empty_like.default)
+@row(aten.empty.memory_format, aten.empty_strided.default, aten.empty_like.default, aten.empty_permuted.default)
 def _empty(w, node, size, *args, **kw):
     """Uninitialized memory: NaN, so that any read of it poisons what it
     reaches instead of reading as a value (a buffer a collective or a copy

@@ -169,7 +169,9 @@ def _all_gather(mode, func, a):
     call = mode.record("all_gather")
     outs, t = a["tensor_list"], a["tensor"]
     result = fc.all_gather_tensor(t, 0, _group(a.get("group")))
-    parts = torch.chunk(result, len(outs), dim=0)
+    # The gathered rows, rank by rank (chunk would compute a ceil over the
+    # symbolic size and specialize it).
+    parts = result.view(len(outs), *t.shape).unbind(0)
     return mode.finish(call, list(zip(outs, parts)), a.get("async_op", False))
 
 
