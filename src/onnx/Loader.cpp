@@ -86,8 +86,10 @@ void setSource(ir::Node &node, const std::string &doc) {
 constexpr int64_t kNewestOnnxOpset = 23;
 
 class Builder {
-  // "name=2;other=2": each a dim_param and the least size the graph holds for.
-  llvm::Error readSizeMins(const onnx::ModelProto &m) {
+  // What the torch 2 capture writes into the model's metadata: the guard the
+  // graph was traced under, and "name=2;other=2", each a dim_param and the
+  // least size the graph holds for.
+  llvm::Error readCaptureMetadata(const onnx::ModelProto &m) {
     for (const auto &p : m.metadata_props()) {
       if (p.key() == "shardproof.assume") {
         if (p.value().size() > 100000)
@@ -122,7 +124,7 @@ public:
                    " of the default ONNX domain; ONNX releases define opsets 1 to " + std::to_string(kNewestOnnxOpset));
       g_.opsets[domain] = op.version();
     }
-    if (auto e = readSizeMins(m))
+    if (auto e = readCaptureMetadata(m))
       return std::move(e);
     const onnx::GraphProto &gp = m.graph();
     g_.name = gp.name();

@@ -67,6 +67,8 @@ private:
   /// Every size a graph was captured for covers what the spec admits.
   llvm::Error checkCapturedSizes();
   llvm::Error checkCapturedGuards(const ir::Graph &g);
+  /// The reference and every rank graph.
+  std::vector<const ir::Graph *> capturedGraphs() const;
   llvm::Error bindInputs();
   /// A placed reference input and its rank counterparts (none for a relation,
   /// which names its own rank tensors).

@@ -76,7 +76,22 @@ llvm::Error InputBinding::setupSymbols() {
                                "could not decide that the spec's symbol bounds and constraints admit any size (" +
                                    r.reason + "); a proof under them could hold vacuously",
                                "", "", "", "", {}, std::nullopt});
+  for (const ir::Graph *g : capturedGraphs())
+    if (auto e = checkCapturedGuards(*g))
+      return e;
   return checkCapturedSizes();
+}
+
+std::vector<const ir::Graph *> InputBinding::capturedGraphs() const {
+  std::vector<const ir::Graph *> out{&ref};
+  for (const auto &g : ranks)
+    out.push_back(&g);
+  return out;
+}
+
+// A solver query that came back undecided: UNKNOWN with its reason.
+static Failure undecided(std::string text) {
+  return {Failure::SolverUnknown, std::move(text), "", "", "", "", {}, std::nullopt};
 }
 
 // A graph whose capture relied on a guard holds only where it does: the
@@ -96,10 +111,9 @@ llvm::Error InputBinding::checkCapturedGuards(const ir::Graph &g) {
                          g.assumption + "`; add that to the spec's constraints (shardproof init drafts it)",
                      spec.referenceLoc);
   if (r.result != smt::Result::Unsat)
-    result.failures.push_back({Failure::SolverUnknown,
-                               "could not decide that the spec keeps to " + g.path + "'s captured guard `" +
-                                   g.assumption + "` (" + r.reason + ")",
-                               "", "", "", "", {}, std::nullopt});
+    result.failures.push_back(
+        undecided("could not decide that the spec keeps to " + g.path + "'s captured guard `" + g.assumption +
+                  "` (" + r.reason + ")"));
   return llvm::Error::success();
 }
 
@@ -128,18 +142,11 @@ llvm::Error InputBinding::checkCapturedSizes() {
                              std::to_string(m->second) + " (for a rank's share, through the constraints)",
                          spec.referenceLoc);
       if (r.result != smt::Result::Unsat)
-        result.failures.push_back({Failure::SolverUnknown,
-                                   "could not decide that the spec keeps " + what + " at or above " +
-                                       std::to_string(m->second) + " (" + r.reason + ")",
-                                   "", "", "", "", {}, std::nullopt});
+        result.failures.push_back(undecided("could not decide that the spec keeps " + what + " at or above " +
+                                            std::to_string(m->second) + " (" + r.reason + ")"));
     }
     return llvm::Error::success();
   };
-  if (auto e = checkCapturedGuards(ref))
-    return e;
-  for (int r = 0; r < worldSize(); ++r)
-    if (auto e = checkCapturedGuards(ranks[r]))
-      return e;
   for (int id : ref.inputs)
     if (ref.values[id].declared)
       if (auto e = check(ref, id, *ref.values[id].declared))
