@@ -328,11 +328,7 @@ def _unbind(w, node, x, dim=0):
 
 @row(aten.full.default)
 def _full(w, node, size, value, **kw):
-    from onnx import numpy_helper
-
-    dt = out_val(node).dtype
-    fill = numpy_helper.from_array(torch.tensor([value], dtype=dt).numpy())
-    return w.emit("ConstantOfShape", [w.ints(size)], value=fill)
+    return w.filled(size, value, out_val(node).dtype)
 
 
 @row(aten.zeros.default, aten.ones.default)
@@ -389,8 +385,7 @@ def _layer_norm(w, node, x, shape, weight, bias, eps):
     n = len(shape)
     dt = out_val(node, 0).dtype
     if weight is None:
-        weight_v = w.emit("ConstantOfShape", [w.ints(list(shape))],
-                          value=__import__("onnx").numpy_helper.from_array(torch.ones(1, dtype=dt).numpy()))
+        weight_v = w.filled(list(shape), 1, dt)
     else:
         weight_v = w.value(weight)
     ins = [w.value(x), weight_v] + ([w.value(bias)] if bias is not None else [])
@@ -524,15 +519,12 @@ def _empty(w, node, size, *args, **kw):
     """Uninitialized memory: NaN, so that any read of it poisons what it
     reaches instead of reading as a value (a buffer a collective or a copy
     overwrites whole is never read)."""
-    from onnx import numpy_helper
-
     if node.target is aten.empty_like.default:
         size = list(out_val(node).shape)
     dt = out_val(node).dtype
     if not dt.is_floating_point:
         unsupported(w, f"an uninitialized {dt} tensor (torch.empty) that is read")
-    fill = numpy_helper.from_array(torch.tensor([float("nan")], dtype=dt).numpy())
-    return w.emit("ConstantOfShape", [w.ints(size)], value=fill)
+    return w.filled(size, float("nan"), dt)
 
 
 @row(aten.index_put.default)

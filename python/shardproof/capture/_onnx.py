@@ -83,6 +83,11 @@ class Writer:
         proto = numpy_helper.from_array(t.cpu().numpy() if t.dtype != torch.bfloat16 else t.float().numpy())
         return self.emit("Constant", [], value=proto)
 
+    def filled(self, size, value, dtype):
+        """A tensor of `size` (ints or symbolic sizes) holding `value` everywhere."""
+        fill = numpy_helper.from_array(torch.tensor([value], dtype=dtype).numpy())
+        return self.emit("ConstantOfShape", [self.ints(size)], value=fill)
+
     def scalar(self, v, like_dtype=torch.int64):
         """An int64 scalar from a Python int, a size node or a SymInt."""
         if isinstance(v, torch.fx.Node):
