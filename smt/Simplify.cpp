@@ -277,7 +277,8 @@ Expr Expr::simplify() const {
 }
 
 Expr Expr::simplifyUncached() const {
-  Expr s = fromRaw(Z3_simplify(ctx(), ast_));
+  // Exact divisions first: Z3 guards (b*q) div b with b == 0 into an ite.
+  Expr s = fromRaw(Z3_simplify(ctx(), hasDivMod(ast_) ? raw(rewrite(*this)) : ast_));
   for (int round = 0; round < 4 && hasDivMod(raw(s)); ++round) {
     Expr r = rewrite(s);
     if (r.same(s))

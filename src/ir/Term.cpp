@@ -271,6 +271,36 @@ Term mkReduceLike(const Term &like, smt::Expr lo, smt::Expr hi, Term body) {
   return mkReduce(like->red, like->level, std::move(lo), std::move(hi), std::move(body));
 }
 
+// A reduction over k in [0, A*B) that reads k only as k div B and k mod B
+// (two axes flattened into one: torch's matmul folds [s, b, h] into [s*b, h],
+// and its backward sums the bias gradient over s*b rows) is the nested
+// reduction over [0, A) x [0, B), since k -> (k div B, k mod B) is a
+// bijection between them for a size B >= 0 (for A*B <= 0 both are empty).
+static Term splitFlattened(Fn op, int level, const smt::Expr &hi, const Term &body) {
+  smt::Expr k = boundVar(level);
+  for (const std::string &name : hi.vars()) {
+    if (name.find('!') != std::string::npos)
+      continue; // an index or bound variable, not a size: its sign is unknown
+    smt::Expr b = smt::Expr::intVar(name);
+    auto a = smt::dividePolynomial(hi, b, false);
+    if (!a || a->asInt())
+      continue;
+    smt::Expr outer = smt::Expr::intVar("split!outer"), inner = boundVar(level + 1);
+    smt::Expr q = smt::floorDiv(k, b), r = smt::mod(k, b);
+    Term t = mapExprs(relevel(body, level + 1, 1), [&](const smt::Expr &e) { return e.substitute({q, r}, {outer, inner}); });
+    if (mentionsVar(t, "k!" + std::to_string(level)))
+      continue;
+    // The inner variable lies in [0, b): its own quotient by b is 0 and its remainder itself.
+    smt::Expr zero = smt::Expr::intConst(0);
+    t = mapExprs(t, [&](const smt::Expr &e) {
+      smt::Expr f = e.substitute({outer}, {k}).simplify();
+      return f.substitute({smt::floorDiv(inner, b), smt::mod(inner, b)}, {zero, inner}).simplify();
+    });
+    return mkReduce(op, level, smt::Expr::intConst(0), *a, mkReduce(op, level + 1, smt::Expr::intConst(0), b, t));
+  }
+  return nullptr;
+}
+
 Term mkReduce(Fn op, int level, smt::Expr lo, smt::Expr hi, Term body) {
   // Binders are k!0, k!1, ... by depth; the op is one with an identity.
   SP_CHECK(level >= 0, "a reduction bound at level " + std::to_string(level));
@@ -297,6 +327,9 @@ Term mkReduce(Fn op, int level, smt::Expr lo, smt::Expr hi, Term body) {
   // is x[:, 0], which the reference reads as such).
   if (auto width = (hi - lo).simplify().asInt(); width && *width == 1)
     return relevel(substitute(body, {boundVar(level)}, {lo}), level + 1, -1);
+  if (l && *l == 0)
+    if (Term split = splitFlattened(op, level, hi, body))
+      return split;
   TermNode n;
   n.kind = TermKind::Sum;
   n.red = op;

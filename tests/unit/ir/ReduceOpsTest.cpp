@@ -317,6 +317,27 @@ TEST(Reductions, AReductionOverOneElementIsThatElement) {
   EXPECT_EQ(two->kind, TermKind::Sum);
 }
 
+// Under autograd torch's matmul folds [s, b, h] into [s*b, h] rows, and the
+// backward sums a bias gradient over those rows: that flat sum must be the
+// sum over s and b, or it never matches a rank summing axes 0 and 1 (the
+// mlp training step's grad:down.bias was UNKNOWN).
+TEST(Reductions, ASumOverFlattenedRowsIsTheSumOverBothAxes) {
+  Expr s = Expr::intVar("s"), b = Expr::intVar("b"), zero = Expr::intConst(0), i = indexVar("i", 0);
+  for (Fn op : {Fn::Add, Fn::Max2}) {
+    Term flat = mkReduce(op, 0, zero, s * b, mkRead(0, {floorDiv(boundVar(0), b), mod(boundVar(0), b), i}));
+    Term nested = mkReduce(op, 0, zero, s, mkReduce(op, 1, zero, b, mkRead(0, {boundVar(0), boundVar(1), i})));
+    EXPECT_TRUE(sameTerm(flat, nested)) << str(flat, [](ClassId) { return std::string("x"); });
+  }
+  // A body that reads the flat index itself stays one sum over s*b.
+  Term plain = mkSum(0, zero, s * b, mkRead(0, {boundVar(0)}));
+  ASSERT_EQ(plain->kind, TermKind::Sum);
+  EXPECT_EQ(plain->args[0]->kind, TermKind::Read);
+  // An inner sum keeps its own binder, one level deeper.
+  Term deep = mkSum(0, zero, s * b, mkSum(1, zero, i + 1, mkRead(0, {floorDiv(boundVar(0), b), boundVar(1)})));
+  Term want = mkSum(0, zero, s, mkSum(1, zero, b, mkSum(2, zero, i + 1, mkRead(0, {boundVar(0), boundVar(2)}))));
+  EXPECT_TRUE(sameTerm(deep, want)) << str(deep, [](ClassId) { return std::string("x"); });
+}
+
 // Broken invariants of the term language end the run with exit 4 and the
 // reason (SP_CHECK), never a term that replays garbage.
 TEST(TermInvariants, AWrongOperandCountOrBinderLevelIsAnInternalError) {

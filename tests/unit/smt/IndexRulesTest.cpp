@@ -124,6 +124,15 @@ TEST(IndexRules, AProductOfSizesDividedByItsOwnFactorsCancels) {
   EXPECT_NE(floorDiv(c(3) * b * s, c(2) * b).str().find("//"), std::string::npos);
 }
 
+TEST(IndexRules, AMultipleOfASizeOverThatSizeHasNoZeroGuard) {
+  // (b*i + j) // b with the offset j dropped (the prover's projection of a
+  // flattened row index) is i: Z3 alone writes ite(b == 0, ..., i), which
+  // never matches the rank's plain i.
+  Expr b = Expr::intVar("b"), i = Expr::intVar("i"), j = Expr::intVar("j");
+  Expr e = floorDiv(b * i + j, b).substitute({j}, {c(0)}).simplify();
+  EXPECT_TRUE(e.same(i)) << e.str();
+}
+
 TEST(IndexRules, AModulusOfAnIndexKnownInRangeIsTheIndex) {
   // On a shard of one rotary head (0 <= k < 4), "k % 4 < 2" is "k < 2".
   auto inRange = [](const Expr &x, int64_t m) { return x.same(k()) && m == 4; };
