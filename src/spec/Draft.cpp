@@ -93,12 +93,15 @@ std::string rankPattern(const std::vector<std::string> &paths) {
   return "";
 }
 
-// The op writing output `name` on every rank, if they agree ("" otherwise).
+// The op writing output `name` on every rank, if they agree ("" otherwise);
+// Identity nodes (an exporter's output copies) are looked through.
 std::string producerOnRanks(const std::vector<const ir::Graph *> &ranks, const std::string &name) {
   std::string op;
   for (const ir::Graph *g : ranks) {
     auto id = g->find(name);
     int p = id ? g->values[*id].producer : -1;
+    for (int hops = 0; p >= 0 && g->nodes[p].opType == "Identity" && hops < 64; ++hops)
+      p = g->nodes[p].inputs.empty() || g->nodes[p].inputs[0] < 0 ? -1 : g->values[g->nodes[p].inputs[0]].producer;
     if (p < 0 || (!op.empty() && g->nodes[p].opType != op))
       return "";
     op = g->nodes[p].opType;
