@@ -19,15 +19,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tests", "models", "capture"))
 
 import aliases  # noqa: E402
+import steps  # noqa: E402
 from shardproof.capture import Case, CaptureError, export  # noqa: E402
 
 BINARY = os.environ.get("SHARDPROOF_BINARY", os.path.join(ROOT, "build", "shardproof"))
 
 
-def check(case, world_size=2):
+def check(case, world_size=2, train=False):
     """export -> init -> check --witness: (exit code, report)."""
     with tempfile.TemporaryDirectory() as tmp:
-        export(case, world_size, tmp)
+        export(case, world_size, tmp, train=train)
         spec = os.path.join(tmp, "spec.yaml")
         init = subprocess.run([BINARY, "init", os.path.join(tmp, "reference.onnx"), "--ranks",
                                os.path.join(tmp, "rank{r}.onnx"), "--world-size", str(world_size), "-o", spec],
@@ -70,7 +71,7 @@ class AllReduceThroughAnAlias(unittest.TestCase):
                 self.refuted(aliases.contiguous_case({"batch": batch, "seq": 4}), "REFUTED at module fc2")
 
     def test_an_example_size_of_1_is_refused_not_specialized(self):
-        with self.assertRaisesRegex(CaptureError, r"example size of 'batch' \(x axis 0\) is 1: torch.export "
+        with self.assertRaisesRegex(CaptureError, r"example size of 'batch' \(x axis 0\) is 1: torch "
                                                   r"specializes sizes 0 and 1"):
             check(aliases.contiguous_case({"batch": 1, "seq": 4}))
 
@@ -183,29 +184,107 @@ class Guards(unittest.TestCase):
             self.assertIn(f"torch traced it under `{guard}`", r.stderr)
 
 
+class Doubled(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
 class Groups(unittest.TestCase):
     def test_a_reduction_over_a_sub_group_is_unknown_naming_the_group(self):
-        # Each rank reduces over a group of itself (a TP group of 1 inside
-        # DP 2): read as a reduction over both ranks it would be wrong.
+        # Each rank reduces over its TP group of 2 inside DP 2 on 4 ranks:
+        # read as a reduction over all four it would be wrong.
         class Local(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.groups = [dist.new_group([0]), dist.new_group([1])]
+                self.groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]
 
             def forward(self, x):
                 y = x * 2
-                dist.all_reduce(y, group=self.groups[dist.get_rank()])
+                dist.all_reduce(y, group=self.groups[dist.get_rank() // 2])
                 return y
 
-        class Reference(nn.Module):
-            def forward(self, x):
-                return x * 2
+        case = Case(reference=Doubled, implementation=Local, inputs=lambda s: {"x": torch.randn(s["n"])},
+                    dynamic={"x": {0: "n"}})
+        code, report = check(case, world_size=4)
+        self.assertEqual(code, 2, report)
+        self.assertIn("runs over a group of 2 of the 4 ranks", report)
 
-        case = Case(reference=Reference, implementation=Local, inputs=lambda s: {"x": torch.randn(s["n"])},
+    def test_a_reduction_over_a_group_of_one_rank_is_the_identity(self):
+        # A TP group of 1 (tensor parallelism off): all_reduce returns its input.
+        class Alone(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.group = [dist.new_group([r]) for r in range(dist.get_world_size())][dist.get_rank()]
+
+            def forward(self, x):
+                y = x * 2
+                dist.all_reduce(y, group=self.group)
+                return y
+
+        case = Case(reference=Doubled, implementation=Alone, inputs=lambda s: {"x": torch.randn(s["n"])},
                     dynamic={"x": {0: "n"}})
         code, report = check(case)
-        self.assertEqual(code, 2, report)
-        self.assertIn("runs over a group of 1 of the 2 ranks", report)
+        self.assertEqual(code, 0, report)
+
+    def test_a_group_kept_from_an_earlier_world_is_refused(self):
+        # A module-level cache (Megatron's parallel_state) filled while an
+        # earlier rank was traced: its group belongs to no live world.
+        kept = []
+
+        class Cached(nn.Module):
+            def forward(self, x):
+                if not kept:
+                    kept.append(dist.new_group(list(range(dist.get_world_size()))))
+                y = x * 2
+                dist.all_reduce(y, group=kept[0])
+                return y
+
+        case = Case(reference=Cached, implementation=Cached, inputs=lambda s: {"x": torch.randn(s["n"])},
+                    dynamic={"x": {0: "n"}})
+        with self.assertRaisesRegex(CaptureError, r"at \S*test_capture_torch2\.py:\d+ .*belongs to no live world"):
+            check(case)
+
+
+class TrainingStep(unittest.TestCase):
+    """export(train=True): torch's own backward, with the program's autograd
+    Functions and their collectives, checked end to end."""
+
+    def test_fs_backward_all_reduce_through_a_view_is_verified(self):
+        for variant in ("plain", "view"):
+            with self.subTest(variant):
+                code, report = check(steps.case(variant), train=True)
+                self.assertEqual(code, 0, report)
+                self.assertIn("grad:norm.weight: VERIFIED", report)
+
+    def test_fs_backward_reducing_twice_or_not_at_all_is_refuted_at_the_norm(self):
+        for variant in ("view_twice", "missing"):
+            with self.subTest(variant):
+                code, report = check(steps.case(variant), train=True)
+                self.assertEqual(code, 1, report)
+                self.assertIn("grad:norm.weight: REFUTED", report)
+                self.assertIn("grad:fc1.weight: VERIFIED", report)
+                self.assertIn("CONFIRMED: the two numbers differ", report)
+
+    def test_gradient_nodes_name_the_forward_line_they_differentiate(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            export(steps.case("plain"), 2, tmp, train=True)
+            model = onnx.load(os.path.join(tmp, "rank0.onnx"))
+        sites = {n.doc_string for n in model.graph.node}
+        self.assertTrue(any(s.startswith("gradient of ") and "steps.py" in s for s in sites), sites)
+        self.assertEqual([o.name for o in model.graph.output][:3], ["loss", "grad:norm.weight", "grad:norm.bias"])
+
+    def test_a_buffer_written_during_the_step_is_refused_naming_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaisesRegex(CaptureError, r"^the reference writes its buffer 'calls' during the step"):
+                export(steps.counting_case(), 2, tmp, train=True)
+            self.assertEqual(os.listdir(tmp), [])
+
+    def test_a_forward_that_is_not_a_scalar_loss_is_refused(self):
+        case = aliases.case("plain")
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaisesRegex(CaptureError, r"forward must return the scalar loss for a training step, "
+                                                      r"it returned \[batch, seq, 8\]"):
+                export(case, 2, tmp, train=True)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from . import _aten
 from ._intercept import Call
 from ._onnx import write
 from ..sites import exception_site
+from ._joint import output_names as step_output_names, trace_step
 from ._trace import MIN_SIZE, trace
 from ._world import CaptureError, fake_world
 
@@ -64,7 +65,7 @@ def _feed(what, fn, *args):
 
 
 def _output_names(case, traced):
-    n = len(traced.program.graph_signature.user_outputs)
+    n = traced.n_outputs
     if case.outputs:
         if len(case.outputs) != n:
             raise CaptureError(f"Case.outputs names {len(case.outputs)} outputs, the reference returns {n}")
@@ -72,15 +73,16 @@ def _output_names(case, traced):
     return ["y"] if n == 1 else [f"y{i}" for i in range(n)]
 
 
-def _one(what, rank, world, factory, feed, dynamic, outputs, case, sizes):
+def _one(what, rank, world, factory, feed, dynamic, outputs, case, sizes, train=False):
     """One graph: (model, output names, collective calls). When torch left
     guards in it (a size it could not reason about for every value), it is
     traced again at other sizes: the same graph under another guard holds
     wherever either guard does, and that disjunction is what the graph claims."""
-    model, names, calls, guards = _trace_one(what, rank, world, factory, feed, dynamic, outputs, case, sizes)
+    model, names, calls, guards = _trace_one(what, rank, world, factory, feed, dynamic, outputs, case, sizes,
+                                              train)
     if guards:
         other = {n: v + max(world, 2) for n, v in sizes.items()}
-        again, _, _, guards2 = _trace_one(what, rank, world, factory, feed, dynamic, names, case, other)
+        again, _, _, guards2 = _trace_one(what, rank, world, factory, feed, dynamic, names, case, other, train)
         if again.graph.SerializeToString() != model.graph.SerializeToString():
             raise CaptureError(f"the {what}'s graph depends on the example sizes: traced at {sizes} under "
                                f"{' and '.join(guards)}, and at {other} it differs")
@@ -110,22 +112,27 @@ def _props(model):
     return {p.key: p.value for p in model.metadata_props}
 
 
-def _trace_one(what, rank, world, factory, feed, dynamic, outputs, case, sizes):
+def _trace_one(what, rank, world, factory, feed, dynamic, outputs, case, sizes, train):
     with fake_world(rank, world):
         module = _build(what, factory)
         inputs = feed(sizes)
         dyn = {n: a for n, a in dynamic.items() if n in inputs}
-        traced = trace(what, module, inputs, dyn)
-        names = outputs or _output_names(case, traced)
+        if train:
+            traced = trace_step(what, module, inputs, dyn, case.finalize_grads)
+            names = step_output_names(module)
+        else:
+            traced = trace(what, module, inputs, dyn)
+            names = outputs or _output_names(case, traced)
         model, guards = write(traced, what, names, _aten.ROWS)
     names_used = sorted({s for axes in dyn.values() for s in axes.values()})
     onnx.helper.set_model_props(model, {SIZE_MIN_KEY: ";".join(f"{s}={MIN_SIZE}" for s in names_used)})
     return model, names, traced.calls, guards
 
 
-def export(case, world_size, out, log=None) -> Exported:
+def export(case, world_size, out, log=None, train=False) -> Exported:
     """Writes OUT/reference.onnx and OUT/rank{r}.onnx; raises CaptureError on
-    any problem, and then writes nothing."""
+    any problem, and then writes nothing. With `train` each graph is the
+    training step: the loss, then `grad:<param>` for every parameter."""
     if world_size < 1:
         raise CaptureError(f"--world-size must be at least 1, got {world_size}")
     say = log or (lambda msg: None)
@@ -133,14 +140,14 @@ def export(case, world_size, out, log=None) -> Exported:
     rank_inputs = case.rank_inputs or (lambda s, r, p: case.inputs(s))
     rank_dynamic = case.rank_dynamic if case.rank_dynamic is not None else case.dynamic
     ref, names, _ = _one("reference", 0, 1, case.reference, lambda s: _feed("reference", case.inputs, dict(s)),
-                         case.dynamic, None, case, sizes)
+                         case.dynamic, None, case, sizes, train)
     say(f"traced the reference: {len(ref.graph.node)} nodes")
     models, calls = [], []
     for r in range(world_size):
         what = f"implementation on rank {r}"
         model, _, c = _one(what, r, world_size, case.implementation,
                            lambda s: _feed(what, rank_inputs, dict(s), r, world_size), rank_dynamic, names, case,
-                           sizes)
+                           sizes, train)
         say(f"traced rank {r}: {len(model.graph.node)} nodes, {len(c)} collective calls")
         models.append(model)
         calls.append(c)

@@ -49,7 +49,20 @@ def _op_name(op, call, site):
 
 
 def _group(group):
-    return dist.group.WORLD if group is None else group
+    group = dist.group.WORLD if group is None else group
+    if group not in dist.distributed_c10d._world.pg_map:
+        raise CaptureError(f"a collective at {call_site()} runs over a process group that belongs to no live world "
+                           "(made while tracing an earlier rank or graph and kept in a module-level cache, such as "
+                           "a parallel_state): shardproof builds each rank in a fresh world, so the factory must "
+                           "reset such caches before building")
+    return group
+
+
+def _alone(group):
+    """A group of one rank: every collective over it returns its input (the
+    reference, traced at world size 1, runs the program's own
+    synchronization code too)."""
+    return dist.get_world_size(group) == 1
 
 
 def _root(t):
@@ -155,20 +168,23 @@ def _all_reduce(mode, func, a):
     op = _op_name(a.get("op", dist.ReduceOp.SUM), "all_reduce", call.site)
     call.attrs["op"] = op
     t = a["tensor"]
-    result = fc.all_reduce(t, op, _group(a.get("group")))
+    group = _group(a.get("group"))
+    result = t.clone() if _alone(group) else fc.all_reduce(t, op, group)
     return mode.finish(call, [(t, result)], a.get("async_op", False))
 
 
 def _all_gather_into_tensor(mode, func, a):
     call = mode.record("all_gather_into_tensor")
-    result = fc.all_gather_tensor(a["input_tensor"], 0, _group(a.get("group")))
+    group = _group(a.get("group"))
+    result = a["input_tensor"].clone() if _alone(group) else fc.all_gather_tensor(a["input_tensor"], 0, group)
     return mode.finish(call, [(a["output_tensor"], result)], a.get("async_op", False))
 
 
 def _all_gather(mode, func, a):
     call = mode.record("all_gather")
     outs, t = a["tensor_list"], a["tensor"]
-    result = fc.all_gather_tensor(t, 0, _group(a.get("group")))
+    group = _group(a.get("group"))
+    result = t.clone() if _alone(group) else fc.all_gather_tensor(t, 0, group)
     # The gathered rows, rank by rank (chunk would compute a ceil over the
     # symbolic size and specialize it).
     parts = result.view(len(outs), *t.shape).unbind(0)
@@ -179,7 +195,8 @@ def _reduce_scatter_tensor(mode, func, a):
     call = mode.record("reduce_scatter_tensor", op=None)
     op = _op_name(a.get("op", dist.ReduceOp.SUM), "reduce_scatter_tensor", call.site)
     call.attrs["op"] = op
-    result = fc.reduce_scatter_tensor(a["input"], op, 0, _group(a.get("group")))
+    group = _group(a.get("group"))
+    result = a["input"].clone() if _alone(group) else fc.reduce_scatter_tensor(a["input"], op, 0, group)
     return mode.finish(call, [(a["output"], result)], a.get("async_op", False))
 
 
@@ -188,7 +205,8 @@ def _reduce_scatter(mode, func, a):
     op = _op_name(a.get("op", dist.ReduceOp.SUM), "reduce_scatter", call.site)
     call.attrs["op"] = op
     stacked = torch.cat(list(a["input_list"]), dim=0)
-    result = fc.reduce_scatter_tensor(stacked, op, 0, _group(a.get("group")))
+    group = _group(a.get("group"))
+    result = stacked if _alone(group) else fc.reduce_scatter_tensor(stacked, op, 0, group)
     return mode.finish(call, [(a["output"], result)], a.get("async_op", False))
 
 
@@ -196,7 +214,8 @@ def _all_to_all_single(mode, func, a):
     call = mode.record("all_to_all_single")
     if a.get("output_split_sizes") is not None or a.get("input_split_sizes") is not None:
         raise CaptureError(f"all_to_all_single at {call.site}: split sizes are not supported yet (equal splits only)")
-    result = fc.all_to_all_single(a["input"], None, None, _group(a.get("group")))
+    group = _group(a.get("group"))
+    result = a["input"].clone() if _alone(group) else fc.all_to_all_single(a["input"], None, None, group)
     return mode.finish(call, [(a["output"], result)], a.get("async_op", False))
 
 

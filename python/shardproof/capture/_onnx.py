@@ -62,6 +62,8 @@ class Writer:
         self._fx = fx_node
         self._scope = module_scope(fx_node)
         self._site = node_site(fx_node.meta.get("stack_trace"))
+        if self._site and fx_node.meta.get("autograd_backward"):
+            self._site = "gradient of " + self._site
 
     # --- building ---------------------------------------------------------
     def emit(self, op_type, inputs, n_out=1, domain="", **attrs):
@@ -169,38 +171,23 @@ def _value_info(name, val, dims_of):
 
 def write(traced, what, output_names, rows):
     """The ONNX model of `traced`; `rows` maps ATen ops to converters."""
-    program = traced.program
-    gm = program.graph_module
-    symbols = size_symbols(traced)
+    gm = traced.graph_module
+    symbols = traced.symbols
     w = Writer(what, symbols)
 
     def dims(val):
-        out = []
-        for d in val.shape:
-            if isinstance(d, int):
-                out.append(d)
-            else:
-                out.append(symbols.get(d.node.expr))
-        return out
+        return [d if isinstance(d, int) else symbols.get(d.node.expr) for d in val.shape]
 
-    sig = program.graph_signature
-    param_names = {**sig.inputs_to_parameters, **sig.inputs_to_buffers}
-    user_inputs = iter(traced.input_names)
     inputs, outputs = [], []
     for node in gm.graph.nodes:
         w.at(node)
         if node.op == "placeholder":
             val = node.meta.get("val")
-            if node.name in param_names:
-                fqn = param_names[node.name]
-                name = fqn[len(PREFIX):] if fqn.startswith(PREFIX) else fqn
-            elif node.name in sig.inputs_to_lifted_tensor_constants:
-                c = program.constants[sig.inputs_to_lifted_tensor_constants[node.name]]
-                w.values[node] = w.const(c, c.dtype)
+            name = traced.placeholders.get(node.name)
+            if isinstance(name, torch.Tensor):
+                w.values[node] = w.const(name, name.dtype)
                 continue
-            elif isinstance(val, torch.Tensor):
-                name = next(user_inputs)
-            else:
+            if name is None or not isinstance(val, torch.Tensor):
                 raise CaptureError(f"the {what} takes a non-tensor input '{node.name}' ({val!r}); pass sizes as "
                                    "tensors or build them into the module")
             w.values[node] = name
@@ -208,6 +195,9 @@ def write(traced, what, output_names, rows):
                 if not isinstance(d, int) and d.node.expr in symbols:
                     w.sources.setdefault(d.node.expr, (name, axis))
             inputs.append(_value_info(name, val, dims))
+        elif node.op == "get_attr":
+            c = getattr(gm, node.target)
+            w.values[node] = w.const(c, c.dtype)
         elif node.op == "call_function":
             convert(w, node, rows)
         elif node.op == "output":
@@ -224,21 +214,7 @@ def write(traced, what, output_names, rows):
     opsets = [helper.make_opsetid("", OPSET)] + [helper.make_opsetid(d, v) for d, v in CUSTOM_DOMAINS.items()]
     model = helper.make_model(graph, opset_imports=opsets, producer_name="shardproof.capture")
     model.ir_version = IR_VERSION
-    return model, w.assumptions
-
-
-def size_symbols(traced):
-    """Each symbol torch gave a dynamic input size -> its size name."""
-    out = {}
-    phs = [n for n in traced.program.graph.nodes if n.op == "placeholder"]
-    user = [n for n in phs if n.name in set(traced.program.graph_signature.user_inputs)]
-    for name, node in zip(traced.input_names, user):
-        val = node.meta.get("val")
-        for axis, size in traced.dynamic.get(name, {}).items():
-            d = val.shape[axis]
-            if not isinstance(d, int):
-                out[d.node.expr] = size
-    return out
+    return model, traced.guards + w.assumptions
 
 
 # Python operators on sizes (torch.export writes `s0 * s1` as operator.mul).

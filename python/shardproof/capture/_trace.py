@@ -10,7 +10,7 @@ Functionalization (`run_decompositions`) makes every alias exact.
 import dataclasses
 import re
 import warnings
-from typing import Dict, List
+from typing import Dict, List, Union
 
 import torch
 from torch.export import Dim
@@ -24,10 +24,16 @@ MIN_SIZE = 2
 
 @dataclasses.dataclass
 class Traced:
-    program: torch.export.ExportedProgram
-    input_names: List[str]
-    dynamic: Dict[str, Dict[int, str]]
+    """A functional ATen graph, as the ONNX writer reads it (from torch.export
+    here, or from make_fx for a training step in _joint.py)."""
+    graph_module: torch.fx.GraphModule
+    # Placeholder node name -> the graph input's name (a user input or a
+    # parameter's path), or a constant tensor torch lifted out of the code.
+    placeholders: Dict[str, Union[str, torch.Tensor]]
+    symbols: Dict[object, str]  # sympy symbol of a dynamic size -> its name
+    n_outputs: int
     calls: List[Call]
+    guards: List[str] = dataclasses.field(default_factory=list)  # size conditions the graph assumes
 
 
 class _Traced(torch.nn.Module):
@@ -64,12 +70,7 @@ def trace(what, module, inputs, dynamic):
     """Exports `module` fed with `inputs` (name -> tensor, in forward's order);
     `dynamic` maps an input name to {axis: size name}."""
     names = list(inputs)
-    for n, axes in dynamic.items():
-        for axis, size in axes.items():
-            value = inputs[n].shape[axis] if n in inputs else None
-            if value is not None and value < MIN_SIZE:
-                raise CaptureError(f"the example size of '{size}' ({n} axis {axis}) is {value}: torch.export "
-                                   f"specializes sizes 0 and 1, so examples start at {MIN_SIZE}")
+    check_example_sizes(inputs, dynamic)
     wrapper = _Traced(module)
     wrapper.intercept = Intercept()
     args = tuple(inputs[n] for n in names)
@@ -85,12 +86,60 @@ def trace(what, module, inputs, dynamic):
     except CaptureError:
         raise
     except Exception as e:  # torch's refusal, or the user's code failing under tracing
-        raise CaptureError(f"tracing the {what} failed: {_summary(e, names)}{exception_site(e)}") from e
+        raise traced_error(what, e, names) from e
     unwaited = wrapper.intercept.unwaited()
     if unwaited:
         raise CaptureError(f"the {what} never waits for {unwaited[0].describe()}: its result is never written")
     _refuse_mutations(what, program)
-    return Traced(program, names, {n: dict(a) for n, a in dynamic.items()}, wrapper.intercept.calls)
+    sig = program.graph_signature
+    return Traced(program.graph_module, _placeholders(program, names), _symbols(program, names, dynamic),
+                  len(sig.user_outputs), wrapper.intercept.calls)
+
+
+def _strip(fqn):
+    return fqn[len(PREFIX):] if fqn.startswith(PREFIX) else fqn
+
+
+def _placeholders(program, names):
+    sig = program.graph_signature
+    out = {k: _strip(v) for k, v in {**sig.inputs_to_parameters, **sig.inputs_to_buffers}.items()}
+    out.update({k: program.constants[v] for k, v in sig.inputs_to_lifted_tensor_constants.items()})
+    out.update(zip(sig.user_inputs, names))
+    return out
+
+
+def _symbols(program, names, dynamic):
+    """Each symbol torch gave a dynamic input size -> its size name."""
+    out = {}
+    nodes = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+    for node_name, name in zip(program.graph_signature.user_inputs, names):
+        val = nodes[node_name].meta.get("val")
+        for axis, size in dynamic.get(name, {}).items():
+            d = val.shape[axis]
+            if not isinstance(d, int):
+                out[d.node.expr] = size
+    return out
+
+
+def traced_error(what, e, names):
+    """The CaptureError for an exception out of torch's tracer: ours, when
+    torch's cleanup raised another while it unwound (found in the chain)."""
+    seen, cause = set(), e
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, CaptureError):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__context__ or cause.__cause__
+    return CaptureError(f"tracing the {what} failed: {_summary(e, names)}{exception_site(e)}")
+
+
+def check_example_sizes(inputs, dynamic):
+    for n, axes in dynamic.items():
+        for axis, size in axes.items():
+            value = inputs[n].shape[axis] if n in inputs else None
+            if value is not None and value < MIN_SIZE:
+                raise CaptureError(f"the example size of '{size}' ({n} axis {axis}) is {value}: torch "
+                                   f"specializes sizes 0 and 1, so examples start at {MIN_SIZE}")
 
 
 def _decompositions():

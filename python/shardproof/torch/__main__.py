@@ -15,10 +15,10 @@ torch specializes 0 and 1), functionalized, so a collective on any alias
 (.view, .data, a slice) reaches the tensor as on a real cluster. A guard torch
 could not prove for every size is traced again and becomes the graph's claim.
 
-With --train (or --legacy) the TorchScript exporter is used instead
-(torch.onnx.export, dynamo=False, under a simulated process group; with
---jobs N, in forked processes), each graph exported at two example sizes that
-must give identical files. docs/pytorch.md says what each path reads.
+With --legacy the TorchScript exporter is used instead (torch.onnx.export,
+dynamo=False, under a simulated process group; with --jobs N, in forked
+processes), each graph exported at two example sizes that must give
+identical files. docs/pytorch.md says what each path reads.
 
 Writes DIR/reference.onnx and DIR/rank0.onnx .. rank{P-1}.onnx (all or none).
 Then:
@@ -26,12 +26,15 @@ Then:
   shardproof check spec.yaml
 
 With --train, forward must return the scalar loss and each graph is the
-training step: outputs `loss` and `grad:<name>` for every parameter (the
-backward pass as torch's tracer records it, with Megatron-style Functions'
-own backward, so a missing all-reduce of a gradient shows in the graph).
+training step: outputs `loss` and `grad:<name>` for every parameter. The
+backward is torch's own (make_fx over autograd, functionalized), including
+the backward of the program's autograd Functions (Megatron's f and g) and
+the Case's finalize_grads, so a missing all-reduce of a gradient shows in the
+graph. Gradient nodes carry the line of the forward code they differentiate.
 
 Example:
   tools/shardproof-torch export tests/models/megatron/gpt2.py:gpt2_tp --world-size 2 --out /tmp/gpt2
+  tools/shardproof-torch export tests/models/megatron/training.py:mlp_sp --train -P 2 --out /tmp/step
 
 Exit codes: 0 exported, 1 the program could not be captured (the message says
 where and why), 2 bad command line. See docs/pytorch.md.
@@ -78,7 +81,8 @@ def main(argv=None):
                           "time (default 1: all in this process; each process holds one graph's exports, so "
                           "memory grows with N)")
     exp.add_argument("--legacy", action="store_true",
-                     help="use the TorchScript exporter (the path --train takes) instead of torch.export")
+                     help="use the TorchScript exporter instead of torch.export / make_fx (with --train, "
+                          "its hand-written backward rules)")
     exp.add_argument("--quiet", "-q", action="store_true")
     args = parser.parse_args(argv)
 
@@ -97,11 +101,11 @@ def _load(args):
 
 def _export(args):
     """torch.export under torch's fake process group; the TorchScript exporter
-    under the simulated one with --train or --legacy."""
+    under the simulated one with --legacy."""
     from ..errors import CaptureError
     log = None if args.quiet else (lambda m: print(m, file=sys.stderr))
     try:
-        if args.train or args.legacy:
+        if args.legacy:
             from . import exporter
             from .process_group import intercepted
             with intercepted():  # the factory's module may call torch.distributed at import
@@ -110,7 +114,7 @@ def _export(args):
             calls = result.collectives
         else:
             from .. import capture
-            result = capture.export(_load(args), args.world_size, args.out, log=log)
+            result = capture.export(_load(args), args.world_size, args.out, log=log, train=args.train)
             calls = [c.describe() for c in result.collectives]
     except CaptureError as e:
         print(f"shardproof.torch: error: {e}", file=sys.stderr)
