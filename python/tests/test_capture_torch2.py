@@ -19,6 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tests", "models", "capture"))
 
 import aliases  # noqa: E402
+import complex_rope  # noqa: E402
+import dtensor_mlp  # noqa: E402
 import steps  # noqa: E402
 from shardproof.capture import Case, CaptureError, export  # noqa: E402
 
@@ -184,6 +186,28 @@ class Guards(unittest.TestCase):
             self.assertIn(f"torch traced it under `{guard}`", r.stderr)
 
 
+class ComplexRotary(unittest.TestCase):
+    """Meta's complex RoPE (torch.polar, view_as_complex): heads over ranks."""
+
+    def test_heads_split_over_ranks_are_verified_up_to_the_tables_length(self):
+        code, report = check(complex_rope.case())
+        self.assertEqual(code, 0, report)
+        self.assertIn("VERIFIED", report)
+
+    def test_the_table_drafted_as_a_bound_on_seq(self):
+        # freqs_cis[:seq] of a 64-row table: torch narrows seq to [2, 64],
+        # which is the graph's claim and init's constraint.
+        with tempfile.TemporaryDirectory() as tmp:
+            export(complex_rope.case(), 2, tmp)
+            props = {p.key: p.value for p in onnx.load(os.path.join(tmp, "reference.onnx")).metadata_props}
+        self.assertEqual(props.get("shardproof.assume"), "((seq <= 64))")
+
+    def test_a_table_read_one_position_late_is_refuted(self):
+        code, report = check(complex_rope.case("shifted"))
+        self.assertEqual(code, 1, report)
+        self.assertIn("CONFIRMED: the two numbers differ", report)
+
+
 class Doubled(nn.Module):
     def forward(self, x):
         return x * 2
@@ -272,6 +296,21 @@ class TrainingStep(unittest.TestCase):
         sites = {n.doc_string for n in model.graph.node}
         self.assertTrue(any(s.startswith("gradient of ") and "steps.py" in s for s in sites), sites)
         self.assertEqual([o.name for o in model.graph.output][:3], ["loss", "grad:norm.weight", "grad:norm.bias"])
+
+    def test_dtensor_parameters_are_traced_as_the_ranks_shards(self):
+        # parallelize_module's parameters are DTensors: each rank's graph
+        # reads its shard, and DTensor's own all-reduce is in the graph.
+        with tempfile.TemporaryDirectory() as tmp:
+            export(dtensor_mlp.step(), 2, tmp, train=True)
+            model = onnx.load(os.path.join(tmp, "rank1.onnx"))
+        dims = {i.name: [d.dim_value or d.dim_param for d in i.type.tensor_type.shape.dim] for i in model.graph.input}
+        self.assertEqual(dims["up.weight"], [8, 8])     # Colwise: rows 8..15 of [16, 8]
+        self.assertEqual(dims["down.weight"], [8, 8])   # Rowwise: columns 8..15 of [8, 16]
+        self.assertEqual(dims["down.bias"], [8])
+        reduces = [n for n in model.graph.node if n.op_type == "AllReduce"]
+        self.assertEqual(len(reduces), 1)
+        self.assertEqual([o.name for o in model.graph.output][1:], ["grad:up.weight", "grad:up.bias",
+                                                                    "grad:down.weight", "grad:down.bias"])
 
     def test_a_buffer_written_during_the_step_is_refused_naming_it(self):
         with tempfile.TemporaryDirectory() as tmp:

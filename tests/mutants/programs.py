@@ -32,11 +32,15 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 from shardproof import capture, load_factory  # noqa: E402
 
-# program, world size, the sizes the eager runs use
+# program, world size, the sizes the eager runs use, whether it is a
+# training step (its outputs: the loss and every parameter's gradient)
 PROGRAMS = {
-    "mlp": ("tests/models/capture/aliases.py:case", 2, [{"batch": 2, "seq": 3}, {"batch": 3, "seq": 2}]),
-    "gpt2": ("tests/models/megatron/gpt2.py:gpt2_tp", 2, [{"batch": 2, "seq": 3}]),
-    "llama": ("tests/models/megatron/llama.py:llama_tp", 2, [{"batch": 2, "seq": 3}]),
+    "mlp": ("tests/models/capture/aliases.py:case", 2, [{"batch": 2, "seq": 3}, {"batch": 3, "seq": 2}], False),
+    "gpt2": ("tests/models/megatron/gpt2.py:gpt2_tp", 2, [{"batch": 2, "seq": 3}], False),
+    "llama": ("tests/models/megatron/llama.py:llama_tp", 2, [{"batch": 2, "seq": 3}], False),
+    "mlp_step": ("tests/models/megatron/training.py:mlp_tp", 2, [{"batch": 2, "seq": 3}], True),
+    "sp_step": ("tests/models/megatron/training.py:mlp_sp", 2, [{"batch": 2, "seq": 4}], True),
+    "dp_step": ("tests/models/megatron/data_parallel.py:mlp_dp", 2, [{"batch": 4, "seq": 3}], True),
 }
 
 _original_all_reduce = dist.all_reduce
@@ -83,17 +87,29 @@ def mutation(kind, k, calls):
         dist.all_reduce = _original_all_reduce
 
 
-def _eager_rank(rank, world, port, factory, sizes, kind, k, calls, out):
+def _step(case, module, inputs):
+    """The loss and every parameter's gradient after the Case's finalize_grads."""
+    loss = module(*inputs)
+    params = [p for p in module.parameters() if p.requires_grad]
+    for p, g in zip(params, torch.autograd.grad(loss, params, allow_unused=True)):
+        p.grad = torch.zeros_like(p) if g is None else g
+    if case.finalize_grads is not None:
+        case.finalize_grads(module)
+    return [loss.detach()] + [p.grad.detach() for p in params]
+
+
+def _eager_rank(rank, world, port, factory, sizes, kind, k, calls, train, out):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         case = load_factory(os.path.join(ROOT, factory))
         rank_inputs = case.rank_inputs or (lambda s, r, p: case.inputs(s))
-        with mutation(kind, k, calls), torch.no_grad():
+        with mutation(kind, k, calls), torch.set_grad_enabled(train):
             torch.manual_seed(0)
             module = case.implementation().eval()
             torch.manual_seed(1)
-            y = module(*rank_inputs(dict(sizes), rank, world).values())
+            inputs = list(rank_inputs(dict(sizes), rank, world).values())
+            y = _step(case, module, inputs) if train else module(*inputs)
         torch.save(y, os.path.join(out, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
@@ -105,24 +121,29 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def eager(factory, world, sizes, kind=None, k=0, calls=1):
+def eager(factory, world, sizes, kind=None, k=0, calls=1, train=False):
     """Each rank's output of a real run on gloo."""
     with tempfile.TemporaryDirectory() as out:
-        mp.start_processes(_eager_rank, args=(world, _free_port(), factory, sizes, kind, k, calls, out),
+        mp.start_processes(_eager_rank, args=(world, _free_port(), factory, sizes, kind, k, calls, train, out),
                            nprocs=world, start_method="fork")
         return [torch.load(os.path.join(out, f"rank{r}.pt")) for r in range(world)]
 
 
+def _tensors(x):
+    return [t for item in x for t in _tensors(item)] if isinstance(x, (list, tuple)) else [x]
+
+
 def differs(a, b):
-    return any(not torch.allclose(x, y, rtol=1e-4, atol=1e-5) for x, y in zip(a, b))
+    """Whether any rank's output (or loss and gradients) differ."""
+    return any(not torch.allclose(x, y, rtol=1e-4, atol=1e-5) for x, y in zip(_tensors(a), _tensors(b)))
 
 
-def verdict(binary, factory, world, kind, k, calls):
+def verdict(binary, factory, world, kind, k, calls, train=False):
     """The exit code of export + init + check (1 REFUTED, 0 VERIFIED, ...)."""
     case = load_factory(os.path.join(ROOT, factory))
     with tempfile.TemporaryDirectory() as tmp, mutation(kind, k, calls):
         try:
-            capture.export(case, world, tmp)
+            capture.export(case, world, tmp, train=train)
         except capture.CaptureError as e:
             return "capture refused", str(e)
         spec = os.path.join(tmp, "spec.yaml")
@@ -134,25 +155,26 @@ def verdict(binary, factory, world, kind, k, calls):
         return names.get(r.returncode, str(r.returncode)), r.stdout[-2000:] + r.stderr[-2000:]
 
 
-def calls_per_forward(factory, world):
+def calls_per_forward(factory, world, train=False):
     case = load_factory(os.path.join(ROOT, factory))
     with tempfile.TemporaryDirectory() as tmp:
-        return len([c for c in capture.export(case, world, tmp).collectives if c.kind == "all_reduce"])
+        calls = capture.export(case, world, tmp, train=train).collectives
+        return len([c for c in calls if c.kind == "all_reduce"])
 
 
 def run_program(binary, name, log):
-    factory, world, all_sizes = PROGRAMS[name]
-    calls = calls_per_forward(factory, world)
-    base, _ = verdict(binary, factory, world, None, 0, calls)
+    factory, world, all_sizes, train = PROGRAMS[name]
+    calls = calls_per_forward(factory, world, train)
+    base, _ = verdict(binary, factory, world, None, 0, calls, train)
     if base != "VERIFIED":
         log(f"{name}: the unmutated program is {base}, not VERIFIED")
         return None
-    originals = [eager(factory, world, s) for s in all_sizes]
+    originals = [eager(factory, world, s, train=train) for s in all_sizes]
     wrong = 0
     for k in range(calls):
         for kind in KINDS:
-            bug = any(differs(eager(factory, world, s, kind, k, calls), o) for s, o in zip(all_sizes, originals))
-            got, report = verdict(binary, factory, world, kind, k, calls)
+            bug = any(differs(eager(factory, world, s, kind, k, calls, train), o) for s, o in zip(all_sizes, originals))
+            got, report = verdict(binary, factory, world, kind, k, calls, train)
             bad = (bug and got == "VERIFIED") or (not bug and got == "REFUTED")
             wrong += bad
             log(f"{'WRONG ' if bad else ''}{name} {kind}:{k}: eager {'differs' if bug else 'same'}, shardproof {got}")

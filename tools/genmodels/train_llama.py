@@ -26,7 +26,7 @@ Configuration (environment, read by the factory):
   TRAIN_LLAMA_VOCAB      vocabulary              (default 1024)
   TRAIN_LLAMA_SP         0: tensor parallelism without sequence parallelism (default 1)
 
-  tools/shardproof-torch export tools/genmodels/train_llama.py:llama_sp_step --train --world-size 8 --out DIR
+  tools/shardproof-torch export tools/genmodels/train_llama.py:llama_sp_step --legacy --train --world-size 8 --out DIR
 
 Parameters have the same names in the reference and on every rank
 (embed_tokens.weight, layers.N.self_attn.q_proj.weight, ..., norm.weight,

@@ -20,10 +20,10 @@ INT64_MAX = 2**63 - 1
 ROWS = {}
 
 
-def row(*ops):
+def row(*ops, table=ROWS):
     def register(fn):
         for op in ops:
-            ROWS[op] = fn
+            table[op] = fn
         return fn
     return register
 

@@ -74,7 +74,7 @@ class _Sizes:
     def tensor(self, t, axes):
         """A fake of `t` with axis -> size name `axes` symbolic."""
         if not axes:
-            return self.fake.from_tensor(t, static_shapes=True)
+            return self.fake.from_tensor(t.contiguous(), static_shapes=True)
         shape = list(t.shape)
         for axis, name in axes.items():
             shape[axis] = self.sym[name]
@@ -154,13 +154,13 @@ def trace_step(what, module, inputs, dynamic, finalize=None):
     state = [(n, p) for n, p in module.named_parameters() if not p.requires_grad] + list(module.named_buffers())
     sz = _Sizes(_example_sizes(inputs, dynamic))
     names = list(inputs)
-    fakes = ([sz.fake.from_tensor(p.detach(), static_shapes=True) for _, p in params],
+    fakes = ([sz.fake.from_tensor(_local(p).detach(), static_shapes=True) for _, p in params],
              [sz.fake.from_tensor(t.detach(), static_shapes=True) for _, t in state],
              [sz.tensor(inputs[n], dynamic.get(n, {})) for n in names])
     labels = ([("parameter", n) for n, _ in params], [("buffer", n) for n, _ in state],
               [("input", n) for n in names])
     mode = Intercept()
-    step = _step(what, module, [n for n, _ in params], [n for n, _ in state], mode, finalize,
+    step = _step(what, module, [(n, _layout(p)) for n, p in params], [n for n, _ in state], mode, finalize,
                  lambda d: d if isinstance(d, int) else sz.names.get(d.node.expr, str(d)))
     try:
         with warnings.catch_warnings():
@@ -184,6 +184,30 @@ def trace_step(what, module, inputs, dynamic, finalize=None):
     return Traced(gm, dict(zip(phs, graph_inputs)), dict(sz.names), 1 + len(params), mode.calls, sz.guards())
 
 
+def _local(p):
+    """A DTensor parameter's shard on this rank (what the rank's graph reads)."""
+    from torch.distributed.tensor import DTensor
+
+    return p.to_local() if isinstance(p, DTensor) else p
+
+
+def _layout(p):
+    from torch.distributed.tensor import DTensor
+
+    return (p.device_mesh, p.placements, p.shape, p.stride()) if isinstance(p, DTensor) else None
+
+
+def _distributed(local, layout):
+    """The parameter the module sees: the traced shard, wrapped back into its
+    DTensor (differentiably, so the gradient is the shard's own)."""
+    if layout is None:
+        return local
+    from torch.distributed.tensor import DTensor
+
+    mesh, placements, shape, stride = layout
+    return DTensor.from_local(local, mesh, placements, run_check=False, shape=shape, stride=stride)
+
+
 def _locate_backward(gm):
     """Each backward node gets the user's line of the forward node it
     differentiates (autograd's sequence number ties them)."""
@@ -201,7 +225,8 @@ def _step(what, module, param_names, state_names, mode, finalize, size_name=str)
 
     def step(params, state, args):
         params = [p.requires_grad_(True) for p in params]
-        tensors = {**dict(zip(param_names, params)), **dict(zip(state_names, state))}
+        tensors = {n: _distributed(p, layout) for (n, layout), p in zip(param_names, params)}
+        tensors.update(zip(state_names, state))
         with mode, _backward_under(mode), _reparametrize_module(module, tensors):
             loss = module(*args)
             if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
@@ -216,7 +241,7 @@ def _step(what, module, param_names, state_names, mode, finalize, size_name=str)
             # A parameter the loss does not depend on has gradient zero.
             grads = [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]
             if finalize is not None:
-                grads = _finalized(what, module, finalize, param_names, params, grads)
+                grads = _finalized(what, module, finalize, [n for n, _ in param_names], params, grads)
         return [loss] + grads
 
     return step

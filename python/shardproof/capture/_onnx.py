@@ -28,7 +28,12 @@ DTYPES = {torch.float32: TensorProto.FLOAT, torch.float64: TensorProto.DOUBLE, t
           torch.bool: TensorProto.BOOL}
 
 
+# A complex tensor is written as its real view: a trailing axis of 2 (_complex.py).
+COMPLEX_PARTS = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+
 def onnx_dtype(dtype, where=""):
+    dtype = COMPLEX_PARTS.get(dtype, dtype)
     if dtype not in DTYPES:
         raise CaptureError(f"{where}: dtype {dtype} has no ONNX counterpart shardproof reads")
     return DTYPES[dtype]
@@ -82,6 +87,8 @@ class Writer:
         t = value.detach() if isinstance(value, torch.Tensor) else torch.tensor(value, dtype=dtype)
         if dtype is not None and t.dtype != dtype:
             t = t.to(dtype)
+        if t.is_complex():
+            t = torch.view_as_real(t)
         proto = numpy_helper.from_array(t.cpu().numpy() if t.dtype != torch.bfloat16 else t.float().numpy())
         return self.emit("Constant", [], value=proto)
 
@@ -166,7 +173,8 @@ def module_scope(fx_node):
 def _value_info(name, val, dims_of):
     if not isinstance(val, torch.Tensor):
         return helper.make_tensor_value_info(name, TensorProto.INT64, [])
-    return helper.make_tensor_value_info(name, onnx_dtype(val.dtype, name), dims_of(val))
+    return helper.make_tensor_value_info(name, onnx_dtype(val.dtype, name),
+                                         dims_of(val) + ([2] if val.is_complex() else []))
 
 
 def write(traced, what, output_names, rows):
@@ -244,7 +252,12 @@ def convert(w, node, rows):
         shape = w.emit("Shape", [w.value(x)])
         w.values[node] = w.emit("Gather", [shape, w.const(axis, torch.int64)], axis=0)
         return
-    row = rows.get(target)
+    from . import _complex
+
+    row = (_complex.ROWS if _complex.is_complex(node) else rows).get(target)
+    if row is None and _complex.is_complex(node):
+        raise CaptureError(f"the {w.what} uses {target} on complex values" + (f" at {w._site}" if w._site else "") +
+                           ", which shardproof cannot translate yet (complex products, views and slices it can)")
     if row is None:
         raise CaptureError(f"the {w.what} uses {target}" + (f" at {w._site}" if w._site else "") +
                            ", which shardproof cannot translate yet (docs/pytorch.md lists the supported ops)")

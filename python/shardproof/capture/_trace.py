@@ -1,11 +1,12 @@
 """One module traced with torch.export at symbolic sizes.
 
-Each dynamic size is a `torch.export.Dim` with minimum 2 (torch specializes
-sizes 0 and 1, so the graph says nothing about them: the claim starts at 2).
-torch.export refuses a program whose graph holds only for some sizes in that
-range (a guard such as `seq % 2 == 0`, or a size baked in): that refusal is
-the capture's answer, naming the size, never a graph for the sizes it saw.
-Functionalization (`run_decompositions`) makes every alias exact.
+Each dynamic size is `Dim.DYNAMIC` with minimum 2 (torch specializes sizes 0
+and 1, so the graph says nothing about them: the claim starts at 2). A size
+torch bakes in is refused, naming the size, never a graph for the sizes it
+saw. A range torch narrows (a rotary table of 64 rows read up to `seq`: seq
+<= 64) and a guard it cannot decide (`seq % 2 == 0`, kept as an assertion in
+the graph) become the graph's claim. Functionalization (`run_decompositions`)
+makes every alias exact.
 """
 import dataclasses
 import re
@@ -54,7 +55,6 @@ PREFIX = "inner."
 
 
 def _dynamic_shapes(names, inputs, dynamic):
-    dims = {}
     shapes = []
     for n in names:
         axes = dynamic.get(n, {})
@@ -62,7 +62,7 @@ def _dynamic_shapes(names, inputs, dynamic):
         for axis in axes:
             if not isinstance(t, torch.Tensor) or not -t.dim() <= axis < t.dim():
                 raise CaptureError(f"the dynamic axes give input '{n}' axis {axis}, which it does not have")
-        shapes.append({axis: dims.setdefault(size, Dim(size, min=MIN_SIZE)) for axis, size in axes.items()} or None)
+        shapes.append({axis: Dim.DYNAMIC(min=MIN_SIZE) for axis in axes} or None)
     return tuple(shapes)
 
 
@@ -73,7 +73,9 @@ def trace(what, module, inputs, dynamic):
     check_example_sizes(inputs, dynamic)
     wrapper = _Traced(module)
     wrapper.intercept = Intercept()
-    args = tuple(inputs[n] for n in names)
+    # Contiguous: a shard chunked off the last axis has the strides of the
+    # whole, and a graph must not depend on how the example was sliced.
+    args = tuple(inputs[n].contiguous() if isinstance(inputs[n], torch.Tensor) else inputs[n] for n in names)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -86,14 +88,29 @@ def trace(what, module, inputs, dynamic):
     except CaptureError:
         raise
     except Exception as e:  # torch's refusal, or the user's code failing under tracing
-        raise traced_error(what, e, names) from e
+        raise traced_error(what, e, names, dynamic) from e
     unwaited = wrapper.intercept.unwaited()
     if unwaited:
         raise CaptureError(f"the {what} never waits for {unwaited[0].describe()}: its result is never written")
     _refuse_mutations(what, program)
     sig = program.graph_signature
-    return Traced(program.graph_module, _placeholders(program, names), _symbols(program, names, dynamic),
-                  len(sig.user_outputs), wrapper.intercept.calls)
+    symbols = _symbols(program, names, dynamic)
+    return Traced(program.graph_module, _placeholders(program, names), symbols, len(sig.user_outputs),
+                  wrapper.intercept.calls, _ranges(program, symbols))
+
+
+def _ranges(program, symbols):
+    """The ranges torch narrowed a size to, as spec conditions."""
+    from torch.utils._sympy.numbers import int_oo
+
+    out = []
+    for expr, name in symbols.items():
+        vr = program.range_constraints.get(expr)
+        if vr is not None and vr.lower > MIN_SIZE:
+            out.append(f"({name} >= {int(vr.lower)})")
+        if vr is not None and vr.upper != int_oo:
+            out.append(f"({name} <= {int(vr.upper)})")
+    return sorted(set(out))
 
 
 def _strip(fqn):
@@ -121,7 +138,7 @@ def _symbols(program, names, dynamic):
     return out
 
 
-def traced_error(what, e, names):
+def traced_error(what, e, names, dynamic=None):
     """The CaptureError for an exception out of torch's tracer: ours, when
     torch's cleanup raised another while it unwound (found in the chain)."""
     seen, cause = set(), e
@@ -130,7 +147,7 @@ def traced_error(what, e, names):
             return cause
         seen.add(id(cause))
         cause = cause.__context__ or cause.__cause__
-    return CaptureError(f"tracing the {what} failed: {_summary(e, names)}{exception_site(e)}")
+    return CaptureError(f"tracing the {what} failed: {_summary(e, names, dynamic)}{exception_site(e)}")
 
 
 def check_example_sizes(inputs, dynamic):
@@ -152,22 +169,26 @@ def _decompositions():
     return table
 
 
-def _summary(e, names):
+def _summary(e, names, dynamic=None):
     """torch's message in one line: its first sentence and the guards, with
-    `L['args'][0].size()[1]` written as `x.shape[1]`."""
+    `L['args'][0].size()[1]` written as `x.shape[1] (size 'seq')`."""
     text = str(e).strip() or type(e).__name__
     text = re.sub(r"L\['args'\]\[0\]\[(\d+)\]|L\['args'\]\[(\d+)\]",
                   lambda m: _arg_name(names, int(m.group(1) or m.group(2))), text)
-    text = text.replace(".size()[", ".shape[")
+    text = re.sub(r"inputs\['(\w+)'\]", r"\1", text.replace(".size()[", ".shape["))
+    text = re.sub(r"\bargs\[(\d+)\]", lambda m: _arg_name(names, int(m.group(1))), text)
+    for n, axes in (dynamic or {}).items():
+        for axis, size in axes.items():
+            text = text.replace(f"{n}.shape[{axis}]", f"{n}.shape[{axis}] (size '{size}')")
     lines = [l.strip() for l in text.splitlines() if l.strip()]
     head = re.sub(r" For more information, run with TORCH_LOGS=\S+", "", lines[0] if lines else text)
     parts = [head]
     for l in lines[1:]:
-        for clause in re.split(r"(?=- Not all values)", l):
+        for clause in re.split(r"(?=- Not all values)|(?=- Received)", l):
             clause = clause.strip(" -.")
-            if clause.startswith("Not all values") and clause not in parts:
+            if clause.startswith(("Not all values", "Received")) and clause not in parts:
                 parts.append(clause)
-    msg = "; ".join(parts)
+    msg = "; ".join(p.rstrip(":") for p in parts)
     return msg if len(msg) <= 600 else msg[:600] + " ..."
 
 

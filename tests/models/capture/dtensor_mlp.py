@@ -1,0 +1,34 @@
+"""An MLP parallelized with torch's own tensor-parallel styles
+(`parallelize_module` with ColwiseParallel and RowwiseParallel on a 1-D
+DeviceMesh): its parameters are DTensors and DTensor inserts the collectives.
+User code for the torch 2 capture, as a training step (the squared output).
+"""
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+from shardproof.capture import Case
+
+HIDDEN, FFN = 8, 16
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Linear(HIDDEN, FFN)
+        self.down = nn.Linear(FFN, HIDDEN)
+
+    def forward(self, x):
+        y = self.down(torch.relu(self.up(x)))
+        return (y * y).sum()
+
+
+def step():
+    def implementation():
+        mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+        return parallelize_module(Mlp(), mesh, {"up": ColwiseParallel(), "down": RowwiseParallel()})
+
+    return Case(reference=Mlp, implementation=implementation, inputs=lambda s: {"x": torch.randn(s["batch"], HIDDEN)},
+                dynamic={"x": {0: "batch"}})
