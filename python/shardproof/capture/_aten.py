@@ -539,7 +539,7 @@ def _index_put(w, node, x, indices, values, accumulate=False):
     vocab-parallel embedding zeroing the rows of ids outside its shard), or
     x[ids] += v with one integer index tensor (an embedding's backward)."""
     if accumulate and len(indices) == 1 and indices[0] is not None and out_val(indices[0]).dtype != torch.bool:
-        return _accumulate_rows(w, node, x, indices[0], values)
+        return _scatter.accumulate_rows(w, node, x, indices[0], values)
     if accumulate or len(indices) != 1 or indices[0] is None or out_val(indices[0]).dtype != torch.bool:
         unsupported(w, "index_put other than x[mask] = value with one boolean mask, or x[ids] += values")
     mask, r = indices[0], rank_of(x)
@@ -570,59 +570,5 @@ def _max_all(w, node, x):
     return w.emit(op, [w.value(x)], axes=list(range(rank_of(x))), keepdims=0)
 
 
-def _one_hot(w, index, n, axis_of_n, rank, dtype):
-    """Cast(index == position) with the positions 0..n-1 on axis `axis_of_n`
-    of a rank-`rank` result: `index` holds size 1 there already."""
-    positions = w.emit("Range", [w.const(0, torch.int64), w.scalar(n), w.const(1, torch.int64)])
-    shape = [1] * rank
-    shape[axis_of_n] = -1
-    positions = w.emit("Reshape", [positions, w.const(shape, torch.int64)])
-    return w.emit("Cast", [w.emit("Equal", [index, positions])], to=onnx_dtype(dtype))
-
-
-def _accumulate_rows(w, node, x, ids, values):
-    """x[ids] += values: row v of x gains the values at every position whose
-    id is v (ids [*I], values [*I, *rest], x [n, *rest])."""
-    lead, rest = rank_of(ids), rank_of(x) - 1
-    if rank_of(values) != lead + rest:
-        unsupported(w, "x[ids] += values with values not shaped [*ids.shape, *x.shape[1:]]")
-    dt = out_val(node).dtype
-    ids_v = w.emit("Unsqueeze", [w.value(ids), w.const(list(range(lead, lead + 1 + rest)), torch.int64)])
-    hot = _one_hot(w, ids_v, out_val(x).shape[0], lead, lead + 1 + rest, dt)      # [*I, n, 1...]
-    vals = w.emit("Unsqueeze", [w.value(values), w.const([lead], torch.int64)])   # [*I, 1, *rest]
-    summed = w.emit("ReduceSum", [w.emit("Mul", [hot, vals]), w.const(list(range(lead)), torch.int64)], keepdims=0)
-    return w.emit("Add", [w.value(x), summed])
-
-
-@row(aten.scatter_add.default)
-def _scatter_add(w, node, x, dim, index, src):
-    """x.scatter_add(dim, index, src): element j along `dim` gains src at
-    every k with index[k] == j (the backward of a gather)."""
-    r, d = rank_of(x), axis(dim, rank_of(x))
-    xs, ixs, ss = list(out_val(x).shape), list(out_val(index).shape), list(out_val(src).shape)
-    if len(ixs) != r or len(ss) != r or any(a is not b and str(a) != str(b) for a, b in zip(ixs, ss)) or \
-            any(str(ixs[i]) != str(xs[i]) for i in range(r) if i != d):
-        unsupported(w, "scatter_add whose index is not shaped like src and like x off the scattered axis")
-    idx = w.emit("Unsqueeze", [w.value(index), w.const([d + 1], torch.int64)])      # [.., K, 1, ..]
-    hot = _one_hot(w, idx, xs[d], d + 1, r + 1, out_val(node).dtype)                 # [.., K, n, ..]
-    vals = w.emit("Unsqueeze", [w.value(src), w.const([d + 1], torch.int64)])
-    summed = w.emit("ReduceSum", [w.emit("Mul", [hot, vals]), w.const([d], torch.int64)], keepdims=0)
-    return w.emit("Add", [w.value(x), summed])
-
-
-@row(aten.slice_scatter.default)
-def _slice_scatter(w, node, x, src, dim=0, start=None, end=None, step=1):
-    """x with x[start:end] along `dim` replaced by src (the backward of a
-    slice): the slices of x before and after around src."""
-    a, start = axis(dim, rank_of(x)), 0 if start is None else start
-    if step != 1 or (isinstance(start, int) and start < 0) or (isinstance(end, int) and end < 0):
-        unsupported(w, f"slice_scatter with step {step}, start {start}, end {end} (steps of 1, bounds >= 0)")
-    end = INT64_MAX if end is None else end
-    parts = []
-    if not (isinstance(start, int) and start == 0):
-        parts.append(w.emit("Slice", [w.value(x), w.ints([0]), w.ints([start]), w.const([a], torch.int64)]))
-    parts.append(w.value(src))
-    if not (isinstance(end, int) and end >= INT64_MAX):
-        parts.append(w.emit("Slice", [w.value(x), w.ints([end]), w.const([INT64_MAX], torch.int64),
-                                      w.const([a], torch.int64)]))
-    return parts[0] if len(parts) == 1 else w.emit("Concat", parts, axis=a)
+# The backward's scatters (their rows register in ROWS; index_put calls one).
+from . import _scatter  # noqa: E402
