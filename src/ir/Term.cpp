@@ -288,7 +288,7 @@ static Term splitFlattened(Fn op, int level, const smt::Expr &hi, const Term &bo
     smt::Expr outer = smt::Expr::intVar("split!outer"), inner = boundVar(level + 1);
     smt::Expr q = smt::floorDiv(k, b), r = smt::mod(k, b);
     Term t = mapExprs(relevel(body, level + 1, 1), [&](const smt::Expr &e) { return e.substitute({q, r}, {outer, inner}); });
-    if (mentionsVar(t, "k!" + std::to_string(level)))
+    if (mentionsVar(t, *k.asVar()))
       continue;
     // The inner variable lies in [0, b): its own quotient by b is 0 and its remainder itself.
     smt::Expr zero = smt::Expr::intConst(0);

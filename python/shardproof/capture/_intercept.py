@@ -58,11 +58,13 @@ def _group(group):
     return group
 
 
-def _alone(group):
-    """A group of one rank: every collective over it returns its input (the
+def _over(group, fn, x, *args):
+    """fn(x, *args, group), the functional collective over the program's
+    group; over a group of one rank every collective returns its input (the
     reference, traced at world size 1, runs the program's own
     synchronization code too)."""
-    return dist.get_world_size(group) == 1
+    group = _group(group)
+    return x.clone() if dist.get_world_size(group) == 1 else fn(x, *args, group)
 
 
 def _root(t):
@@ -168,23 +170,20 @@ def _all_reduce(mode, func, a):
     op = _op_name(a.get("op", dist.ReduceOp.SUM), "all_reduce", call.site)
     call.attrs["op"] = op
     t = a["tensor"]
-    group = _group(a.get("group"))
-    result = t.clone() if _alone(group) else fc.all_reduce(t, op, group)
+    result = _over(a.get("group"), fc.all_reduce, t, op)
     return mode.finish(call, [(t, result)], a.get("async_op", False))
 
 
 def _all_gather_into_tensor(mode, func, a):
     call = mode.record("all_gather_into_tensor")
-    group = _group(a.get("group"))
-    result = a["input_tensor"].clone() if _alone(group) else fc.all_gather_tensor(a["input_tensor"], 0, group)
+    result = _over(a.get("group"), fc.all_gather_tensor, a["input_tensor"], 0)
     return mode.finish(call, [(a["output_tensor"], result)], a.get("async_op", False))
 
 
 def _all_gather(mode, func, a):
     call = mode.record("all_gather")
     outs, t = a["tensor_list"], a["tensor"]
-    group = _group(a.get("group"))
-    result = t.clone() if _alone(group) else fc.all_gather_tensor(t, 0, group)
+    result = _over(a.get("group"), fc.all_gather_tensor, t, 0)
     # The gathered rows, rank by rank (chunk would compute a ceil over the
     # symbolic size and specialize it).
     parts = result.view(len(outs), *t.shape).unbind(0)
@@ -195,8 +194,7 @@ def _reduce_scatter_tensor(mode, func, a):
     call = mode.record("reduce_scatter_tensor", op=None)
     op = _op_name(a.get("op", dist.ReduceOp.SUM), "reduce_scatter_tensor", call.site)
     call.attrs["op"] = op
-    group = _group(a.get("group"))
-    result = a["input"].clone() if _alone(group) else fc.reduce_scatter_tensor(a["input"], op, 0, group)
+    result = _over(a.get("group"), fc.reduce_scatter_tensor, a["input"], op, 0)
     return mode.finish(call, [(a["output"], result)], a.get("async_op", False))
 
 
@@ -205,8 +203,7 @@ def _reduce_scatter(mode, func, a):
     op = _op_name(a.get("op", dist.ReduceOp.SUM), "reduce_scatter", call.site)
     call.attrs["op"] = op
     stacked = torch.cat(list(a["input_list"]), dim=0)
-    group = _group(a.get("group"))
-    result = stacked if _alone(group) else fc.reduce_scatter_tensor(stacked, op, 0, group)
+    result = _over(a.get("group"), fc.reduce_scatter_tensor, stacked, op, 0)
     return mode.finish(call, [(a["output"], result)], a.get("async_op", False))
 
 
@@ -214,8 +211,7 @@ def _all_to_all_single(mode, func, a):
     call = mode.record("all_to_all_single")
     if a.get("output_split_sizes") is not None or a.get("input_split_sizes") is not None:
         raise CaptureError(f"all_to_all_single at {call.site}: split sizes are not supported yet (equal splits only)")
-    group = _group(a.get("group"))
-    result = a["input"].clone() if _alone(group) else fc.all_to_all_single(a["input"], None, None, group)
+    result = _over(a.get("group"), fc.all_to_all_single, a["input"], None, None)
     return mode.finish(call, [(a["output"], result)], a.get("async_op", False))
 
 

@@ -26,7 +26,7 @@ from torch.utils._sympy.value_ranges import ValueRanges
 from ._intercept import Intercept
 from ._onnx import spec_text
 from ._refold import refold_matmuls
-from ._trace import MIN_SIZE, Traced, _decompositions, check_example_sizes, traced_error
+from ._trace import MIN_SIZE, Traced, _decompositions, check_example_sizes, range_conditions, traced_error
 from ._world import CaptureError
 
 GRAD_PREFIX = "grad:"
@@ -84,13 +84,7 @@ class _Sizes:
     def guards(self):
         """What the trace assumed about the sizes, as spec conditions."""
         out = [spec_text(g.expr, self.names, lambda: "the training step") for g in self.env.guards]
-        for expr, name in self.names.items():
-            vr = self.env.var_to_range.get(expr)
-            if vr is not None and vr.lower > MIN_SIZE:
-                out.append(f"({name} >= {int(vr.lower)})")
-            if vr is not None and vr.upper != int_oo:
-                out.append(f"({name} <= {int(vr.upper)})")
-        return out
+        return out + range_conditions(self.names, self.env.var_to_range)
 
 
 def _functional(what, fn, named, originals):
@@ -131,10 +125,8 @@ def _example_sizes(inputs, dynamic):
     """Each size name's value in the example inputs (the same everywhere)."""
     out = {}
     for n, axes in dynamic.items():
-        for axis, name in axes.items():
+        for axis, name in axes.items():  # each axis checked by check_example_sizes
             t = inputs[n]
-            if not -t.dim() <= axis < t.dim():
-                raise CaptureError(f"the dynamic axes give input '{n}' axis {axis}, which it does not have")
             if out.setdefault(name, t.shape[axis]) != t.shape[axis]:
                 raise CaptureError(f"size '{name}' is {out[name]} in one example input and {t.shape[axis]} in "
                                    f"'{n}' (axis {axis}): one size name, one value")
@@ -144,9 +136,9 @@ def _example_sizes(inputs, dynamic):
 def trace_step(what, module, inputs, dynamic, finalize=None):
     """The training step of `module` (its forward returns the scalar loss) fed
     with `inputs`; `dynamic` maps an input name to {axis: size name}.
-    `finalize(module)` runs
-    after the backward pass with every parameter's .grad set and may
-    synchronize them, as a training loop does before the optimizer step."""
+    `finalize(module)` runs after the backward pass with every parameter's
+    .grad set and may synchronize them, as a training loop does before the
+    optimizer step."""
     check_example_sizes(inputs, dynamic)
     params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
     if not params:

@@ -57,11 +57,7 @@ PREFIX = "inner."
 def _dynamic_shapes(names, inputs, dynamic):
     shapes = []
     for n in names:
-        axes = dynamic.get(n, {})
-        t = inputs[n]
-        for axis in axes:
-            if not isinstance(t, torch.Tensor) or not -t.dim() <= axis < t.dim():
-                raise CaptureError(f"the dynamic axes give input '{n}' axis {axis}, which it does not have")
+        axes = dynamic.get(n, {})  # each axis checked by check_example_sizes
         shapes.append({axis: Dim.DYNAMIC(min=MIN_SIZE) for axis in axes} or None)
     return tuple(shapes)
 
@@ -96,16 +92,17 @@ def trace(what, module, inputs, dynamic):
     sig = program.graph_signature
     symbols = _symbols(program, names, dynamic)
     return Traced(program.graph_module, _placeholders(program, names), symbols, len(sig.user_outputs),
-                  wrapper.intercept.calls, _ranges(program, symbols))
+                  wrapper.intercept.calls, range_conditions(symbols, program.range_constraints))
 
 
-def _ranges(program, symbols):
-    """The ranges torch narrowed a size to, as spec conditions."""
+def range_conditions(symbols, ranges):
+    """The ranges torch narrowed a size to (`ranges`: symbol -> value range),
+    as spec conditions over the size names `symbols` gives."""
     from torch.utils._sympy.numbers import int_oo
 
     out = []
     for expr, name in symbols.items():
-        vr = program.range_constraints.get(expr)
+        vr = ranges.get(expr)
         if vr is not None and vr.lower > MIN_SIZE:
             out.append(f"({name} >= {int(vr.lower)})")
         if vr is not None and vr.upper != int_oo:
@@ -151,10 +148,16 @@ def traced_error(what, e, names, dynamic=None):
 
 
 def check_example_sizes(inputs, dynamic):
+    """Every dynamic axis exists and its example size is at least MIN_SIZE."""
     for n, axes in dynamic.items():
+        t = inputs.get(n)
         for axis, size in axes.items():
-            value = inputs[n].shape[axis] if n in inputs else None
-            if value is not None and value < MIN_SIZE:
+            if t is None:
+                continue
+            if not isinstance(t, torch.Tensor) or not -t.dim() <= axis < t.dim():
+                raise CaptureError(f"the dynamic axes give input '{n}' axis {axis}, which it does not have")
+            value = t.shape[axis]
+            if value < MIN_SIZE:
                 raise CaptureError(f"the example size of '{size}' ({n} axis {axis}) is {value}: torch "
                                    f"specializes sizes 0 and 1, so examples start at {MIN_SIZE}")
 
