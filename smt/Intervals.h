@@ -18,9 +18,11 @@
 
 #include "shardproof/smt/Expr.h"
 #include "shardproof/smt/Facts.h"
+#include "smt/Context.h"
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -78,9 +80,23 @@ private:
   /// false when it is not a linear integer comparison.
   bool comparison(const Expr &cmp, bool negated, std::vector<std::vector<Ineq>> &alternatives);
   bool provesOne(const Ineq &goal, const std::vector<const Ineq *> &facts, const Box &box) const;
-  /// Narrows `atom`'s range when it is `x div c` or `x mod c` (c > 0) and
-  /// the box bounds x (x's atoms given their size minimums first).
+  /// `x div c` or `x mod c` (c > 0) with x's range over the box (x's atoms
+  /// given their size minimums first).
+  struct Quotient {
+    bool mod;
+    int64_t c;
+    std::optional<__int128> lo, hi;
+    /// floor(x / c) when the whole range lies in one block of c.
+    std::optional<__int128> block() const;
+  };
+  std::optional<Quotient> quotientOf(Z3_ast a, Box &box, const std::function<void(unsigned)> &sizeMinimum);
+  /// Narrows `atom`'s range when it is such a quotient or remainder.
   void narrowQuotient(unsigned atom, Box &box, const std::function<void(unsigned)> &sizeMinimum);
+  /// A quotient or remainder by c*b of c*X + r, r in [0, c): by b of X.
+  std::optional<Expr> scaledQuotient(Z3_ast a, Box &box, const std::function<void(unsigned)> &sizeMinimum);
+  /// `goal` with every quotient and remainder the box fixes replaced by its
+  /// value (a remainder by x less its block's start), simplified.
+  Expr foldQuotients(const Expr &goal, Box &box, const std::function<void(unsigned)> &sizeMinimum);
 
   // Parsed facts by AST id, each holding its Expr so ids stay unique; cleared
   // when it grows past a bound (paths repeat, goals rarely do).

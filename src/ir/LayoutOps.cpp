@@ -142,30 +142,49 @@ llvm::Expected<OpResult> inferReshape(const OpInputs &in) {
   return r;
 }
 
-// Keeps dims shared at both ends as plain indices and uses div/mod only for the
-// middle part, so [b, s, h] -> [b, s, n, hd] reads in[i0, i1, i2*hd + i3].
+namespace {
+bool sameSize(const Expr &a, const Expr &b) {
+  if (a.same(b))
+    return true;
+  auto d = (a - b).simplify().asInt();
+  return d && *d == 0;
+}
+} // namespace
+
+// The shapes cut where their prefix products agree: [b, s, 8, 4] -> [b*s, 32]
+// is [b, s] -> [b*s] and [8, 4] -> [32], each group unflattened on its own
+// (a row-major index is the prefix's index times the rest plus the rest's),
+// so [b, s, h] -> [b, s, n, hd] reads in[i0, i1, i2*hd + i3] and no index
+// crosses a cut as (32*k + i) div (32*s).
 Term reshape(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &idx, const ReadFn &read, int level) {
   const Shape &src = *in.shapes[0], &dst = r.shapes[0];
-  size_t pre = 0;
-  while (pre < src.rank() && pre < dst.rank() && src.dims[pre].same(dst.dims[pre]))
-    ++pre;
-  size_t post = 0;
-  while (post < src.rank() - pre && post < dst.rank() - pre &&
-         src.dims[src.rank() - 1 - post].same(dst.dims[dst.rank() - 1 - post]))
-    ++post;
+  // Every cut, so an axis of 1 on one side is a group of its own (read at 0).
+  std::vector<std::pair<size_t, size_t>> cuts{{0, 0}};
+  for (size_t j = 1, l = 0; j < src.rank(); ++j) {
+    Expr ps = product(src, 0, j);
+    bool matched = false;
+    for (size_t m = std::max<size_t>(l, 1); m < dst.rank(); ++m) {
+      if (sameSize(ps, product(dst, 0, m))) {
+        cuts.push_back({j, m});
+        l = m;
+        matched = true;
+      } else if (matched) {
+        break;
+      }
+    }
+  }
+  cuts.push_back({src.rank(), dst.rank()});
   IndexVec out(src.rank());
-  for (size_t d = 0; d < pre; ++d)
-    out[d] = idx[d];
-  for (size_t d = 0; d < post; ++d)
-    out[src.rank() - 1 - d] = idx[dst.rank() - 1 - d];
-  size_t sEnd = src.rank() - post, dEnd = dst.rank() - post;
-  Expr flat = Expr::intConst(0);
-  for (size_t d = pre; d < dEnd; ++d)
-    flat = flat * dst.dims[d] + idx[d];
-  for (size_t d = pre; d < sEnd; ++d) {
-    Expr stride = product(src, d + 1, sEnd);
-    Expr q = d + 1 == sEnd ? flat : floorDiv(flat, stride);
-    out[d] = d == pre ? q : mod(q, src.dims[d]);
+  for (size_t g = 0; g + 1 < cuts.size(); ++g) {
+    auto [s0, d0] = cuts[g];
+    auto [s1, d1] = cuts[g + 1];
+    Expr flat = Expr::intConst(0);
+    for (size_t d = d0; d < d1; ++d)
+      flat = d == d0 ? idx[d] : flat * dst.dims[d] + idx[d];
+    for (size_t d = s0; d < s1; ++d) {
+      Expr q = d + 1 == s1 ? flat : floorDiv(flat, product(src, d + 1, s1));
+      out[d] = d == s0 ? q : mod(q, src.dims[d]);
+    }
   }
   return read(0, out, level);
 }

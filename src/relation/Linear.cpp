@@ -9,7 +9,9 @@
 // reference's 1/(seq*batch) where batch == 2 * batch_local.
 #include "Prover.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace shardproof::relation {
 
@@ -150,6 +152,51 @@ std::optional<std::pair<int64_t, int64_t>> fraction(double c) {
   return std::nullopt;
 }
 
+// a * r + b * r + ... as (a + b + ...) * r, for constants of one sign whose
+// sum is an exact fraction again (so -inf * 1/2 twice stays -inf, and no
+// rounding enters): a row-parallel bias added as b / P on each of P ranks is b.
+std::vector<Term> collectLikeAddends(const std::vector<Term> &xs) {
+  struct Group {
+    Term rest;
+    std::vector<Term> members;
+    int64_t p = 0, q = 1;
+    bool exact = true;
+  };
+  std::vector<Group> groups;
+  for (auto &x : xs) {
+    double c = 1;
+    Term rest = x;
+    if (x->kind == TermKind::Apply && x->fn == Fn::Mul && x->args[0]->kind == TermKind::Const) {
+      c = x->args[0]->value;
+      rest = mkMul(std::vector<Term>(x->args.begin() + 1, x->args.end()));
+    }
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group &g) { return sameTerm(g.rest, rest); });
+    if (it == groups.end())
+      it = groups.insert(groups.end(), Group{rest, {}});
+    auto f = fraction(c);
+    bool sameSign = it->members.empty() || (it->p > 0) == (c > 0);
+    it->members.push_back(x);
+    if (!f || !sameSign) {
+      it->exact = false;
+      continue;
+    }
+    int64_t p = it->p * f->second + f->first * it->q, q = it->q * f->second, g = std::gcd(p, q);
+    it->p = p / g;
+    it->q = q / g;
+    it->exact = it->exact && it->q <= 4096 && std::abs(it->p) < (int64_t{1} << 40);
+  }
+  std::vector<Term> out;
+  for (auto &g : groups) {
+    double c = static_cast<double>(g.p) / static_cast<double>(g.q);
+    auto back = g.exact ? fraction(c) : std::nullopt;
+    if (g.members.size() > 1 && back && back->first == g.p && back->second == g.q)
+      out.push_back(mkMul({mkConst(c), g.rest}));
+    else
+      out.insert(out.end(), g.members.begin(), g.members.end());
+  }
+  return out;
+}
+
 Expr product(const std::vector<Expr> &fs) {
   Expr n = Expr::intConst(1);
   for (auto &f : fs)
@@ -280,8 +327,8 @@ bool Prover::equalAsLinear(const Term &a, const Term &b, int level) {
     unsigned &d;
     ~Leave() { --d; }
   } leave{linearDepth_};
-  std::vector<Term> xs = mergeAdjacentSums(addends(*ea), level);
-  std::vector<Term> ys = mergeAdjacentSums(addends(*eb), level);
+  std::vector<Term> xs = mergeAdjacentSums(collectLikeAddends(addends(*ea)), level);
+  std::vector<Term> ys = mergeAdjacentSums(collectLikeAddends(addends(*eb)), level);
   if (xs.size() != ys.size() || (xs.size() == 1 && sameTerm(xs[0], a) && sameTerm(ys[0], b)))
     return false;
   std::vector<Scaled> sy;

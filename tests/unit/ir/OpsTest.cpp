@@ -220,6 +220,23 @@ TEST(IndexMap, ReshapeSplittingTheLastDimUsesDivModOnlyThere) {
   EXPECT_EQ(a.element(), "in0[i!0, i!1, 4*i!2 + i!3]");
 }
 
+TEST(IndexMap, ReshapeMapsEachGroupOfAxesWithEqualProductsOnItsOwn) {
+  // [b, s, 8, 4] -> [b*s, 32] (an attention output flattened for a weight
+  // gradient): row k is (k div s, k mod s), column i is (i div 4, i mod 4);
+  // nothing reads (32*k + i) div (32*s).
+  Apply a("Reshape", {shape({sym("b"), sym("s"), num(8), num(4)}), shape({num(2)})}, {},
+          {std::nullopt, ints({-1, 32})});
+  EXPECT_EQ(a.element(), "in0[i!0 // s, i!0 % s, i!1 // 4, i!1 % 4]");
+  // An axis of 1 on either side is read at 0 or not read.
+  Apply drop("Reshape", {shape({sym("b"), num(1), sym("s")}), shape({num(2)})}, {}, {std::nullopt, ints({0, -1})});
+  EXPECT_EQ(drop.element(), "in0[i!0, 0, i!1]");
+  Apply add("Reshape", {shape({sym("b"), sym("s")}), shape({num(3)})}, {}, {std::nullopt, ints({0, 1, -1})});
+  EXPECT_EQ(add.element(), "in0[i!0, i!2]");
+  // No common cut: [2, 3] -> [3, 2] goes through the flat index.
+  Apply swap("Reshape", {shape({num(2), num(3)}), shape({num(2)})}, {}, {std::nullopt, ints({3, 2})});
+  EXPECT_EQ(swap.element(), "in0[(2*i!0 + i!1) // 3, (-i!0 + i!1) % 3]");
+}
+
 TEST(IndexMap, ReshapeWithMinusOneObligesTheCountToDivide) {
   Apply a("Reshape", {shape({sym("n")}), shape({num(2)})}, {}, {std::nullopt, ints({-1, 4})});
   ASSERT_EQ(a.obligations().size(), 1u) << a.outShape();

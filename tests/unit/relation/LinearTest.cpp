@@ -143,3 +143,23 @@ TEST_F(LinearTest, CoefficientsThatAreSizesCompareByTheSolver) {
   prover.push(half >= num(1) && batch == num(2) * half + num(1));
   EXPECT_FALSE(prover.equal(whole, averaged, 0)) << "uneven: the coefficients differ";
 }
+
+// A row-parallel bias added as b / P on each of P ranks before the all-reduce
+// sums to b; b on each rank sums to P * b; a third on each of two ranks is
+// not b. Opposite signs are not collected (-inf/2 - -inf/4 is no -inf/4).
+TEST_F(LinearTest, SharesOfABiasAddedOnEveryRankSumToTheBias) {
+  prover.push(sym("n") >= num(1));
+  auto partial = [&](ClassId c) { return sumTo(sym("n"), mkMul({read(c, k), read(1, k)})); };
+  Term bias = read(5, num(0));
+  Term reference = mkAdd({partial(2), partial(3), bias});
+  auto ranks = [&](double share) {
+    return mkAdd({partial(2), mkMul({mkConst(share), bias}), partial(3), mkMul({mkConst(share), bias})});
+  };
+  EXPECT_TRUE(prover.equal(reference, ranks(0.5), 0));
+  EXPECT_FALSE(prover.equal(reference, ranks(1), 0));
+  EXPECT_FALSE(prover.equal(reference, ranks(1.0 / 3), 0));
+  Term mixed = mkAdd({partial(2), partial(3), mkMul({mkConst(0.5), bias}), mkMul({mkConst(-0.25), bias})});
+  EXPECT_FALSE(prover.equal(mkAdd({partial(2), partial(3), mkMul({mkConst(0.25), bias})}), mixed, 0));
+  for (int64_t v = 1; v < 4; ++v)
+    EXPECT_NEAR(value(reference, {{"n", v}}), value(ranks(0.5), {{"n", v}}), 1e-12) << v;
+}
