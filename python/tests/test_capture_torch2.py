@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "models", "capture"))
 import aliases  # noqa: E402
 import complex_rope  # noqa: E402
 import dtensor_mlp  # noqa: E402
+import row_bias  # noqa: E402
 import steps  # noqa: E402
 from shardproof.capture import Case, CaptureError, export  # noqa: E402
 
@@ -205,6 +206,24 @@ class ComplexRotary(unittest.TestCase):
     def test_a_table_read_one_position_late_is_refuted(self):
         code, report = check(complex_rope.case("shifted"))
         self.assertEqual(code, 1, report)
+        self.assertIn("CONFIRMED: the two numbers differ", report)
+
+
+class RowParallelBias(unittest.TestCase):
+    """The bias added before the all-reduce, a 1/P share on each rank (what
+    DTensor's RowwiseParallel does). Was: UNKNOWN on correct code."""
+
+    def test_shares_of_the_bias_on_2_and_4_ranks_are_verified(self):
+        for variant in ("share", "scaled", "rank0"):
+            for world in (2, 4):
+                with self.subTest(variant, world=world):
+                    code, report = check(row_bias.case(variant), world)
+                    self.assertEqual(code, 0, report)
+
+    def test_the_whole_bias_on_every_rank_is_refuted_at_the_row_parallel_linear(self):
+        code, report = check(row_bias.case("whole"), 4)
+        self.assertEqual(code, 1, report)
+        self.assertIn("REFUTED at module down", report)
         self.assertIn("CONFIRMED: the two numbers differ", report)
 
 

@@ -570,5 +570,6 @@ def _max_all(w, node, x):
     return w.emit(op, [w.value(x)], axes=list(range(rank_of(x))), keepdims=0)
 
 
-# The backward's scatters (their rows register in ROWS; index_put calls one).
-from . import _scatter  # noqa: E402
+# The backward's scatters and softmax gradients (their rows register in ROWS;
+# index_put calls one).
+from . import _scatter, _softmax_grad  # noqa: E402,F401

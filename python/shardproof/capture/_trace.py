@@ -165,9 +165,12 @@ def check_example_sizes(inputs, dynamic):
 def _decompositions():
     """Core ATen, but linear and matmul stay whole: decomposed, a 3-D matmul
     flattens its batch dims into a 2-D mm and back, and the prover would
-    reason through the // and % of those reshapes instead of one MatMul."""
+    reason through the // and % of those reshapes instead of one MatMul. The
+    softmax gradients stay whole too (_softmax_grad.py says why)."""
+    aten = torch.ops.aten
     table = torch.export.default_decompositions()
-    for op in (torch.ops.aten.linear.default, torch.ops.aten.matmul.default):
+    for op in (aten.linear.default, aten.matmul.default, aten._log_softmax_backward_data.default,
+               aten._softmax_backward_data.default):
         table.pop(op, None)
     return table
 
