@@ -331,6 +331,19 @@ class TrainingStep(unittest.TestCase):
         self.assertEqual([o.name for o in model.graph.output][1:], ["grad:up.weight", "grad:up.bias",
                                                                     "grad:down.weight", "grad:down.bias"])
 
+    def test_torchs_own_tensor_parallel_styles_are_verified(self):
+        # RowwiseParallel adds the replicated bias as b/P on each rank before
+        # its all-reduce (was UNKNOWN).
+        code, report = check(dtensor_mlp.step(), train=True)
+        self.assertEqual(code, 0, report)
+        self.assertIn("grad:down.bias: VERIFIED", report)
+
+    def test_a_rowwise_output_left_partial_is_refuted_at_its_module(self):
+        code, report = check(dtensor_mlp.step(partial_output=True), train=True)
+        self.assertEqual(code, 1, report)
+        self.assertIn("REFUTED at module down", report)
+        self.assertIn("CONFIRMED: the two numbers differ", report)
+
     def test_a_buffer_written_during_the_step_is_refused_naming_it(self):
         with tempfile.TemporaryDirectory() as tmp:
             with self.assertRaisesRegex(CaptureError, r"^the reference writes its buffer 'calls' during the step"):

@@ -7,6 +7,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import Partial
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
 from shardproof.capture import Case
@@ -25,10 +26,15 @@ class Mlp(nn.Module):
         return (y * y).sum()
 
 
-def step():
+def step(partial_output=False):
+    """Correct; with `partial_output`, RowwiseParallel leaves its output a
+    Partial (the all-reduce never happens), the DTensor spelling of a dropped
+    reduction: each rank squares its partial sum."""
+    down = RowwiseParallel(output_layouts=Partial()) if partial_output else RowwiseParallel()
+
     def implementation():
         mesh = init_device_mesh("cpu", (dist.get_world_size(),))
-        return parallelize_module(Mlp(), mesh, {"up": ColwiseParallel(), "down": RowwiseParallel()})
+        return parallelize_module(Mlp(), mesh, {"up": ColwiseParallel(), "down": down})
 
     return Case(reference=Mlp, implementation=implementation, inputs=lambda s: {"x": torch.randn(s["batch"], HIDDEN)},
                 dynamic={"x": {0: "batch"}})
