@@ -124,10 +124,8 @@ class MegatronLlamaAgainstHfStyleReference(Demonstration):
 
 class TrainingStep(Demonstration):
     """`export --train`: the loss and every parameter's gradient, through
-    torch's own backward (Megatron's f and g and their backward). Steps with
-    attention or a vocab-parallel cross-entropy still take the TorchScript
-    path (`legacy`): on torch's backward graphs the prover does not yet
-    decide them (docs/capture.md, "The training step")."""
+    torch's own backward (Megatron's f and g and their backward), captured by
+    make_fx on torch 2 (docs/capture.md, "The training step")."""
 
     def test_tensor_parallel_mlp_with_layernorm(self):
         self.verified("training.py:mlp_tp", 2, train=True)
@@ -167,10 +165,10 @@ class TrainingStep(Demonstration):
     def test_gpt2_block_step_attention_and_mlp(self):
         # Attention's backward: softmax, the head reshapes, the fused QKV laid
         # out per head, the input gradient summed over ranks by f.
-        self.verified("training.py:gpt2_block_tp", 2, every_layer=False, train=True, legacy=True)
+        self.verified("training.py:gpt2_block_tp", 2, every_layer=False, train=True)
 
     def test_gpt2_block_step_with_f_forgetting_its_all_reduce_is_refuted(self):
-        code, report = three_commands("training.py:gpt2_block_tp_f_without_reduce", 2, train=True, legacy=True)
+        code, report = three_commands("training.py:gpt2_block_tp_f_without_reduce", 2, train=True)
         self.assertEqual(code, 1, report)
         self.assertIn("grad:model.input_layernorm.weight: REFUTED", report)
         self.assertIn("grad:model.mlp.dense_h_to_4h.weight: VERIFIED", report)
@@ -180,7 +178,7 @@ class TrainingStep(Demonstration):
         # Rotary halves and grouped-query heads. The input RMSNorm's gradient
         # (q, k and v input gradients summed over the ranks) was UNKNOWN until
         # sums over ranks were compared as linear combinations.
-        code, report = three_commands("training.py:llama_tp_step", 2, train=True, legacy=True)
+        code, report = three_commands("training.py:llama_tp_step", 2, train=True)
         self.assertEqual(code, 0, report)
         for p in ("q_proj", "k_proj", "v_proj", "o_proj"):
             self.assertIn(f"grad:model.self_attn.{p}.weight: VERIFIED", report)
@@ -188,7 +186,7 @@ class TrainingStep(Demonstration):
             self.assertIn(f"grad:model.{norm}.weight: VERIFIED", report)
 
     def test_llama_layer_step_without_fs_backward_all_reduce_is_refuted(self):
-        code, report = three_commands("training.py:llama_tp_step_f_without_reduce", 2, train=True, legacy=True)
+        code, report = three_commands("training.py:llama_tp_step_f_without_reduce", 2, train=True)
         self.assertEqual(code, 1, report)
         self.assertIn("grad:model.input_layernorm.weight: REFUTED", report)
         self.assertIn("CONFIRMED", report)
@@ -199,16 +197,16 @@ class TrainingStep(Demonstration):
         # Llama layer. The input RMSNorm's gradient (through the
         # reduce-scattered q, k and v input gradients) was UNKNOWN until the
         # rank's read of a broadcast class took index 0 on the broadcast axis.
-        code, report = three_commands("training.py:llama_sp_step", 2, train=True, legacy=True)
+        code, report = three_commands("training.py:llama_sp_step", 2, train=True)
         self.assertEqual(code, 0, report)
         self.assertIn("loss: VERIFIED", report)
         for norm in ("input_layernorm", "post_attention_layernorm"):
             self.assertIn(f"grad:model.{norm}.weight: VERIFIED", report)
 
     def test_llama_sp_step_converted_to_onnx_in_pieces_proves_and_refutes_alike(self):
-        # The exporter converts deep graphs 400 nodes at a time (torch 1.13's
-        # whole-graph conversion is quadratic); these graphs are small, so
-        # force pieces of 32 nodes.
+        # The TorchScript path (`--legacy`) converts deep graphs 400 nodes at a
+        # time (the whole-graph conversion is quadratic); these graphs are
+        # small, so force pieces of 32 nodes.
         code, report = three_commands("training.py:llama_sp_step", 2, train=True, legacy=True, onnx_chunk=32)
         self.assertEqual(code, 0, report)
         self.assertIn("grad:model.input_layernorm.weight: VERIFIED", report)
@@ -219,7 +217,7 @@ class TrainingStep(Demonstration):
         self.assertIn("CONFIRMED: the two numbers differ", report)
 
     def test_llama_sp_step_without_the_norm_gradients_all_reduce_is_refuted(self):
-        code, report = three_commands("training.py:llama_sp_step_norm_grads_unsynced", 2, train=True, legacy=True)
+        code, report = three_commands("training.py:llama_sp_step_norm_grads_unsynced", 2, train=True)
         self.assertEqual(code, 1, report)
         self.assertIn("grad:model.input_layernorm.weight: REFUTED", report)
         self.assertIn("grad:model.self_attn.o_proj.weight: VERIFIED", report)
@@ -228,7 +226,7 @@ class TrainingStep(Demonstration):
     def test_lm_ends_step_with_megatrons_cross_entropy_backward(self):
         # The reference's log-softmax gradient needs the sum of the target's
         # one-hot (one column) and Megatron's softmax is shifted by the max.
-        code, report = three_commands("training.py:gpt2_lm_tp_step", 2, train=True, legacy=True)
+        code, report = three_commands("training.py:gpt2_lm_tp_step", 2, train=True)
         self.assertEqual(code, 0, report)
         for p in ("embedding", "lm_head"):
             self.assertIn(f"grad:model.{p}.weight: VERIFIED", report)
