@@ -289,7 +289,14 @@ std::optional<Counterexample> Witness::search(const Expr &region, int outputId, 
       smt::CheckResult r = solver.check("witness.sizes", query);
       if (r.result != smt::Result::Sat)
         break; // no more sizes at this floor
-      smt::Model m = solver.shrink("witness", query, r.model, order);
+      // Each attempt shrinks the sizes in another order, so every size in
+      // turn is the one left to grow past the sizes tried (an uneven split
+      // shows at batch 5, after batch 4 with every seq).
+      std::vector<std::string> shrinkOrder = order;
+      if (!syms.empty())
+        std::rotate(shrinkOrder.begin(), shrinkOrder.begin() + (attempts - 1) % static_cast<int>(syms.size()),
+                    shrinkOrder.begin() + static_cast<long>(syms.size()));
+      smt::Model m = solver.shrink("witness", query, r.model, shrinkOrder);
       std::map<std::string, int64_t> sizes;
       std::vector<Expr> fixed;
       for (auto &n : syms)

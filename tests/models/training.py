@@ -1,7 +1,9 @@
 """Training-step fixtures captured with the PyTorch package (python/shardproof):
 Megatron-style user code (tests/models/megatron/training.py) exported with
-`train=True`, so each graph outputs the loss and `grad:<param>` for every
+`train=True` on torch 2 (shardproof.capture: make_fx over autograd,
+functionalized), so each graph outputs the loss and `grad:<param>` for every
 parameter through torch's backward pass and the f/g Functions' own backward.
+Sizes are captured symbolic with a minimum of 2, which the specs state.
 They live in specs/examples like every other fixture, which puts the backward
 graphs under ExamplesTest and the mutation suite (docs/soundness.md).
 
@@ -42,13 +44,14 @@ FIXTURES = {
 
 
 def generate(out):
-    from shardproof.torch import export, intercepted, load_factory
+    from shardproof.capture import export
+    from shardproof.case import load_factory
 
     megatron = os.path.join(ROOT, "tests", "models", "megatron")
     for name, (factory, world) in FIXTURES.items():
         if ":" not in factory:
             factory = "training.py:" + factory
-        with tempfile.TemporaryDirectory() as tmp, intercepted():
+        with tempfile.TemporaryDirectory() as tmp:
             case = load_factory(os.path.join(megatron, factory))
             got = export(case, world, os.path.join(tmp, "x"), train=True)
             shutil.move(got.reference, os.path.join(out, f"train_{name}_ref.onnx"))

@@ -207,4 +207,5 @@ def strip_placed_data(model, placed):
             t.ClearField("double_data")
     m.ClearField("doc_string")
     m.graph.ClearField("doc_string")
+    m.graph.ClearField("name")  # "implementation on rank 1": a label, not the program
     return m.SerializeToString()

@@ -223,7 +223,8 @@ def op_mask(fx):
 def _perturb(v):
     if v.dtype.kind == "f":
         w = np.where(np.isfinite(v), v * 1.5 + 0.25, -1.0)
-        return w.astype(v.dtype), "x*1.5+0.25 (non-finite -> -1)"
+        w = np.where(w == v, v + 1.0, w)  # -0.5 is 1.5x + 0.25's fixed point: no mutant
+        return w.astype(v.dtype), "x*1.5+0.25 (non-finite -> -1, -0.5 -> 0.5)"
     return v + np.asarray(1, v.dtype), "x+1"
 
 
@@ -259,6 +260,8 @@ def op_change_constant(fx):
                 v = G.const_value(g, n.output[0])
                 if v is None or v.dtype.kind not in "fiu" or (v.dtype.kind in "iu" and owned_elsewhere(n.output[0])):
                     continue
+                if v.size == 0:
+                    continue  # an empty shape (a scalar's ConstantOfShape): nothing to change
                 w, how = _perturb(v)
 
                 def apply(ctx, r=r, i=i, w=w):
