@@ -223,7 +223,7 @@ class RowParallelBias(unittest.TestCase):
     def test_the_whole_bias_on_every_rank_is_refuted_at_the_row_parallel_linear(self):
         code, report = check(row_bias.case("whole"), 4)
         self.assertEqual(code, 1, report)
-        self.assertIn("REFUTED at module down", report)
+        self.assertIn("REFUTED at module fc2", report)
         self.assertIn("CONFIRMED: the two numbers differ", report)
 
 

@@ -1,34 +1,19 @@
-"""A row-parallel linear whose bias is added before the all-reduce, as
-DTensor's RowwiseParallel does when a replicated bias meets a partial sum:
-each rank adds its 1/P share. VARIANT picks the share; each comment says
-whether the program is correct.
+"""aliases.py's tensor-parallel MLP with the row-parallel bias added before
+the all-reduce, as DTensor's RowwiseParallel does when a replicated bias
+meets a partial sum: each rank adds its 1/P share. VARIANT picks the share;
+each comment says whether the program is correct.
 """
 import torch
 import torch.distributed as dist
-from torch import nn
 
 from shardproof.capture import Case
 
+import aliases
+
 VARIANT = ["share"]
-HIDDEN, FFN = 8, 16
 
 
-class Reference(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.up = nn.Linear(HIDDEN, FFN)
-        self.down = nn.Linear(FFN, HIDDEN)
-
-    def forward(self, x):
-        return self.down(torch.relu(self.up(x)))
-
-
-class RowParallelLinear(nn.Module):
-    def __init__(self, n_in, n_out):
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(n_out, n_in // dist.get_world_size()))
-        self.bias = nn.Parameter(torch.zeros(n_out))
-
+class RowParallelLinear(aliases.RowParallelLinear):
     def forward(self, x):
         p = dist.get_world_size()
         if VARIANT[0] == "share":  # correct: P shares of b / P sum to b
@@ -45,14 +30,10 @@ class RowParallelLinear(nn.Module):
         return y
 
 
-class Parallel(nn.Module):
+class Parallel(aliases.Parallel):
     def __init__(self):
         super().__init__()
-        self.up = nn.Linear(HIDDEN, FFN // dist.get_world_size())
-        self.down = RowParallelLinear(FFN, HIDDEN)
-
-    def forward(self, x):
-        return self.down(torch.relu(self.up(x)))
+        self.fc2 = RowParallelLinear(aliases.FFN, aliases.HIDDEN)
 
 
 def case(variant="share"):
@@ -60,6 +41,6 @@ def case(variant="share"):
         VARIANT[0] = variant
         return Parallel()
 
-    return Case(reference=Reference, implementation=implementation,
-                inputs=lambda s: {"x": torch.randn(s["batch"], s["seq"], HIDDEN)},
+    return Case(reference=aliases.Reference, implementation=implementation,
+                inputs=lambda s: {"x": torch.randn(s["batch"], s["seq"], aliases.HIDDEN)},
                 dynamic={"x": {0: "batch", 1: "seq"}})
