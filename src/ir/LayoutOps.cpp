@@ -160,17 +160,18 @@ Term reshape(const OpInputs &in, const OpResult &r, unsigned, const IndexVec &id
   const Shape &src = *in.shapes[0], &dst = r.shapes[0];
   // Every cut, so an axis of 1 on one side is a group of its own (read at 0).
   std::vector<std::pair<size_t, size_t>> cuts{{0, 0}};
-  for (size_t j = 1, l = 0; j < src.rank(); ++j) {
+  for (size_t j = 0; j < src.rank(); ++j) {
     Expr ps = product(src, 0, j);
     bool matched = false;
-    for (size_t m = std::max<size_t>(l, 1); m < dst.rank(); ++m) {
-      if (sameSize(ps, product(dst, 0, m))) {
-        cuts.push_back({j, m});
-        l = m;
-        matched = true;
-      } else if (matched) {
-        break;
+    for (size_t m = cuts.back().second; m < dst.rank(); ++m) {
+      if (!sameSize(ps, product(dst, 0, m))) {
+        if (matched)
+          break;
+        continue;
       }
+      matched = true;
+      if (cuts.back() != std::make_pair(j, m))
+        cuts.push_back({j, m});
     }
   }
   cuts.push_back({src.rank(), dst.rank()});

@@ -232,6 +232,10 @@ TEST(IndexMap, ReshapeMapsEachGroupOfAxesWithEqualProductsOnItsOwn) {
   EXPECT_EQ(drop.element(), "in0[i!0, 0, i!1]");
   Apply add("Reshape", {shape({sym("b"), sym("s")}), shape({num(3)})}, {}, {std::nullopt, ints({0, 1, -1})});
   EXPECT_EQ(add.element(), "in0[i!0, i!2]");
+  Apply lead("Reshape", {shape({num(1), sym("b"), num(4)}), shape({num(2)})}, {}, {std::nullopt, ints({-1, 4})});
+  EXPECT_EQ(lead.element(), "in0[0, i!0, i!1]");
+  Apply lead1("Reshape", {shape({sym("b"), num(4)}), shape({num(3)})}, {}, {std::nullopt, ints({1, -1, 4})});
+  EXPECT_EQ(lead1.element(), "in0[i!1, i!2]");
   // No common cut: [2, 3] -> [3, 2] goes through the flat index.
   Apply swap("Reshape", {shape({num(2), num(3)}), shape({num(2)})}, {}, {std::nullopt, ints({3, 2})});
   EXPECT_EQ(swap.element(), "in0[(2*i!0 + i!1) // 3, (-i!0 + i!1) % 3]");
