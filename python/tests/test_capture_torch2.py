@@ -227,6 +227,21 @@ class RowParallelBias(unittest.TestCase):
         self.assertIn("CONFIRMED: the two numbers differ", report)
 
 
+class DTensorForward(unittest.TestCase):
+    """parallelize_module's forward: torch.export stops at DTensorSpec, so a
+    module with DTensor parameters is traced by make_fx on its shards."""
+
+    def test_colwise_then_rowwise_is_verified(self):
+        code, report = check(dtensor_mlp.step(loss=False))
+        self.assertEqual(code, 0, report)
+
+    def test_a_rowwise_output_left_partial_is_refuted(self):
+        code, report = check(dtensor_mlp.step(partial_output=True, loss=False))
+        self.assertEqual(code, 1, report)
+        self.assertIn("output 'y' on rank 0 differs", report)
+        self.assertIn("CONFIRMED: the two numbers differ", report)
+
+
 class Doubled(nn.Module):
     def forward(self, x):
         return x * 2

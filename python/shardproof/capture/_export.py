@@ -13,7 +13,7 @@ from . import _aten
 from ._intercept import Call
 from ._onnx import write
 from ..sites import exception_site
-from ._joint import output_names as step_output_names, trace_step
+from ._joint import has_dtensor_parameters, output_names as step_output_names, trace_step
 from ._trace import MIN_SIZE, trace
 from ._world import CaptureError, fake_world
 
@@ -121,7 +121,8 @@ def _trace_one(what, rank, world, factory, feed, dynamic, outputs, case, sizes, 
             traced = trace_step(what, module, inputs, dyn, case.finalize_grads)
             names = step_output_names(module)
         else:
-            traced = trace(what, module, inputs, dyn)
+            traced = (trace_step(what, module, inputs, dyn, forward=True) if has_dtensor_parameters(module)
+                      else trace(what, module, inputs, dyn))
             names = outputs or _output_names(case, traced)
         model, guards = write(traced, what, names, _aten.ROWS)
     names_used = sorted({s for axes in dyn.values() for s in axes.values()})

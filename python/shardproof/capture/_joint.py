@@ -133,17 +133,19 @@ def _example_sizes(inputs, dynamic):
     return out
 
 
-def trace_step(what, module, inputs, dynamic, finalize=None):
+def trace_step(what, module, inputs, dynamic, finalize=None, forward=False):
     """The training step of `module` (its forward returns the scalar loss) fed
     with `inputs`; `dynamic` maps an input name to {axis: size name}.
     `finalize(module)` runs after the backward pass with every parameter's
     .grad set and may synchronize them, as a training loop does before the
-    optimizer step."""
+    optimizer step. With `forward`, only the forward and its outputs (the
+    route for DTensor parameters, which torch.export cannot take)."""
     check_example_sizes(inputs, dynamic)
-    params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-    if not params:
+    params = [(n, p) for n, p in module.named_parameters() if p.requires_grad or forward]
+    if not params and not forward:
         raise CaptureError(f"the {what} has no parameters that require a gradient: there is no training step")
-    state = [(n, p) for n, p in module.named_parameters() if not p.requires_grad] + list(module.named_buffers())
+    state = [(n, p) for n, p in module.named_parameters() if not (p.requires_grad or forward)]
+    state += list(module.named_buffers())
     sz = _Sizes(_example_sizes(inputs, dynamic))
     names = list(inputs)
     fakes = ([sz.fake.from_tensor(_local(p).detach(), static_shapes=True) for _, p in params],
@@ -152,8 +154,10 @@ def trace_step(what, module, inputs, dynamic, finalize=None):
     labels = ([("parameter", n) for n, _ in params], [("buffer", n) for n, _ in state],
               [("input", n) for n in names])
     mode = Intercept()
-    step = _step(what, module, [(n, _layout(p)) for n, p in params], [n for n, _ in state], mode, finalize,
-                 lambda d: d if isinstance(d, int) else sz.names.get(d.node.expr, str(d)))
+    layouts, state_names = [(n, _layout(p)) for n, p in params], [n for n, _ in state]
+    step = (_forward(module, layouts, state_names, mode) if forward else
+            _step(what, module, layouts, state_names, mode, finalize,
+                  lambda d: d if isinstance(d, int) else sz.names.get(d.node.expr, str(d))))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -165,7 +169,7 @@ def trace_step(what, module, inputs, dynamic, finalize=None):
     except CaptureError:
         raise
     except Exception as e:  # torch's refusal, or the user's code failing under tracing
-        raise traced_error(f"{what}'s training step", e, names) from e
+        raise traced_error(what if forward else f"{what}'s training step", e, names) from e
     unwaited = mode.unwaited()
     if unwaited:
         raise CaptureError(f"the {what} never waits for {unwaited[0].describe()}: its result is never written")
@@ -173,7 +177,8 @@ def trace_step(what, module, inputs, dynamic, finalize=None):
     refold_matmuls(gm)
     phs = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     graph_inputs = [n for group in labels for _, n in group]
-    return Traced(gm, dict(zip(phs, graph_inputs)), dict(sz.names), 1 + len(params), mode.calls, sz.guards())
+    n_outputs = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+    return Traced(gm, dict(zip(phs, graph_inputs)), dict(sz.names), n_outputs, mode.calls, sz.guards())
 
 
 def _local(p):
@@ -237,6 +242,26 @@ def _step(what, module, param_names, state_names, mode, finalize, size_name=str)
         return [loss] + grads
 
     return step
+
+
+def _forward(module, param_names, state_names, mode):
+    """The module's outputs (a rank's local part of a DTensor output)."""
+    from torch.nn.utils.stateless import _reparametrize_module
+
+    def forward(params, state, args):
+        tensors = {n: _distributed(p, layout) for (n, layout), p in zip(param_names, params)}
+        tensors.update(zip(state_names, state))
+        with mode, _reparametrize_module(module, tensors):
+            out = module(*args)
+        return [_local(o) for o in (out if isinstance(out, (tuple, list)) else [out])]
+
+    return forward
+
+
+def has_dtensor_parameters(module):
+    from torch.distributed.tensor import DTensor
+
+    return any(isinstance(p, DTensor) for p in module.parameters())
 
 
 def _finalized(what, module, finalize, names, params, grads):
