@@ -8,7 +8,9 @@ torch's derivative of each ATen op and the `backward` of the program's
 autograd Functions (Megatron's f and g), with the collective interception
 re-entered there, because the autograd engine runs backward without the
 forward's function modes. The graph outputs the loss, then `grad:<param>` for
-every parameter that requires a gradient.
+every parameter that requires a gradient. The forward of a module with
+DTensor parameters, which torch.export cannot take, is traced here too,
+without the backward.
 """
 import contextlib
 import warnings
