@@ -284,21 +284,23 @@ void IntervalProver::narrowQuotient(unsigned atom, Box &box, const std::function
   auto it = atoms_.find(atom);
   if (it == atoms_.end())
     return;
-  auto q = quotientOf(raw(it->second), box, sizeMinimum);
-  if (!q)
-    return;
+  if (auto q = quotientOf(raw(it->second), box, sizeMinimum))
+    narrowTo(atom, *q, box);
+}
+
+void IntervalProver::narrowTo(unsigned atom, const Quotient &q, Box &box) {
   std::optional<int64_t> from, to;
-  if (q->mod) { // in [0, c-1]; x less its block's start when x's range lies in one block
-    from = 0, to = q->c - 1;
-    if (auto block = q->block()) {
-      I128 base = *block * q->c;
-      from = static_cast<int64_t>(*q->lo - base), to = static_cast<int64_t>(*q->hi - base);
+  if (q.mod) { // in [0, c-1]; x less its block's start when x's range lies in one block
+    from = 0, to = q.c - 1;
+    if (auto block = q.block()) {
+      I128 base = *block * q.c;
+      from = static_cast<int64_t>(*q.lo - base), to = static_cast<int64_t>(*q.hi - base);
     }
   } else {
-    if (q->lo && fits(floorDivWide(*q->lo, q->c)))
-      from = static_cast<int64_t>(floorDivWide(*q->lo, q->c));
-    if (q->hi && fits(floorDivWide(*q->hi, q->c)))
-      to = static_cast<int64_t>(floorDivWide(*q->hi, q->c));
+    if (q.lo && fits(floorDivWide(*q.lo, q.c)))
+      from = static_cast<int64_t>(floorDivWide(*q.lo, q.c));
+    if (q.hi && fits(floorDivWide(*q.hi, q.c)))
+      to = static_cast<int64_t>(floorDivWide(*q.hi, q.c));
   }
   auto &r = box.range[atom];
   if (from)
@@ -324,8 +326,10 @@ std::optional<Expr> IntervalProver::scaledQuotient(Z3_ast a, Box &box,
     return std::nullopt;
   Linear divisor, dividend;
   divisor.add(argOf(a, 1), 1);
+  if (divisor.overflow || divisor.constant != 0 || divisor.terms.size() != 1)
+    return std::nullopt; // a constant divisor is quotientOf's
   dividend.add(argOf(a, 0), 1);
-  if (divisor.overflow || dividend.overflow || divisor.constant != 0 || divisor.terms.size() != 1)
+  if (dividend.overflow)
     return std::nullopt;
   auto &[bId, bTerm] = *divisor.terms.begin();
   int64_t c = bTerm.first;
@@ -376,7 +380,7 @@ Expr IntervalProver::foldQuotients(const Expr &goal, Box &box, const std::functi
       return;
     // Its range, for the quotients that read it: `(i div 12) mod 4`.
     atoms_.try_emplace(astId(a), fromRaw(a));
-    narrowQuotient(astId(a), box, sizeMinimum);
+    narrowTo(astId(a), *q, box);
     if (auto block = q->block()) {
       from.push_back(fromRaw(a));
       to.push_back(q->mod ? argOf(a, 0) - Expr::intConst(static_cast<int64_t>(*block * q->c))

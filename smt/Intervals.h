@@ -92,6 +92,8 @@ private:
   std::optional<Quotient> quotientOf(Z3_ast a, Box &box, const std::function<void(unsigned)> &sizeMinimum);
   /// Narrows `atom`'s range when it is such a quotient or remainder.
   void narrowQuotient(unsigned atom, Box &box, const std::function<void(unsigned)> &sizeMinimum);
+  /// Narrows `atom`'s range to what quotient `q` (atom's own) allows.
+  void narrowTo(unsigned atom, const Quotient &q, Box &box);
   /// A quotient or remainder by c*b of c*X + r, r in [0, c): by b of X.
   std::optional<Expr> scaledQuotient(Z3_ast a, Box &box, const std::function<void(unsigned)> &sizeMinimum);
   /// `goal` with every quotient and remainder the box fixes replaced by its

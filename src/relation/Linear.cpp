@@ -176,8 +176,8 @@ std::vector<Term> collectLikeAddends(const std::vector<Term> &xs) {
     auto f = fraction(c);
     bool sameSign = it->members.empty() || (it->p > 0) == (c > 0);
     it->members.push_back(x);
-    if (!f || !sameSign) {
-      it->exact = false;
+    if (!f || !sameSign || !it->exact) {
+      it->exact = false; // and no more arithmetic on it: p and q could overflow
       continue;
     }
     int64_t p = it->p * f->second + f->first * it->q, q = it->q * f->second, g = std::gcd(p, q);
